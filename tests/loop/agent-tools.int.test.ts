@@ -70,7 +70,9 @@ describe('the agent tools', () => {
       edit(agentRepo, 'return [2 * x for x in xs]', 'return [3 * x for x in xs]');
       const wrong = await tools.call('check', {});
       expect(wrong.isError).toBe(true);
-      expect(wrong.text).toMatch(/^check: failed verification: 1 of 1 program\(s\); first: fwd_bwd@toy/);
+      expect(wrong.text).toMatch(
+        /^check: failed verification on the CPU: 1 of 1 program\(s\); first: fwd_bwd@toy/,
+      );
 
       edit(agentRepo, 'return [3 * x for x in xs]', 'return [2 * x for x in xs]');
       edit(agentRepo, 'DELAY_S = 0.02', 'DELAY_S = 0.004');
@@ -118,7 +120,9 @@ describe('the agent tools', () => {
         /^#### Agent tools\n\nThe agent checked 3 times, screened once, profiled once, read the ledger once \(3 distinct tree\(s\), \d+ of 1800 machine-s\) before committing\. Their answers were advice to the agent, never evidence/,
       );
       expect(section).toContain('| 2 | check | `');
-      expect(section).toContain('| ✗ check: failed verification: 1 of 1 program(s); first: fwd_bwd@toy: ');
+      expect(section).toContain(
+        '| ✗ check: failed verification on the CPU: 1 of 1 program(s); first: fwd_bwd@toy: ',
+      );
       expect(profiled.text).not.toMatch(/before: \//);
     });
   }, 120_000);

@@ -45229,7 +45229,7 @@ var hillclimb_schema_default = {
           type: "object",
           additionalProperties: false,
           default: {},
-          description: `The harness's tools the agent may call while it works (check, screen, profile, ledger; docs/agents.md "Tools"), with their budget per iteration, shared by the iteration's candidates.`,
+          description: `The harness's tools the agent may call while it works (check, screen, profile, ledger; docs/agents.md "Tools"), with their budget per iteration (a search's candidates split it equally).`,
           properties: {
             enabled: {
               type: "boolean",
@@ -85717,7 +85717,7 @@ var prepareStep = {
       directives: loadDirectives(resolve15(ctx.root, ctx.config.paths.directives_dir), [
         ...ctx.config.agent.directives,
         ...slotDirectives(ctx, ev.slot)
-      ]) + searchNote(ev.slot)
+      ]) + searchNote(ev.slot) + toolsNote(ctx, ev.slot)
     };
     const templateFile = resolve15(ctx.root, ctx.config.paths.prompt);
     const prompt = renderPrompt(readFileSync28(templateFile, "utf8"), vars, templateFile);
@@ -85743,6 +85743,38 @@ function searchNote(slot) {
     "another candidate is likely to make as well adds nothing: pursue a distinct idea.",
     ""
   ].join("\n");
+}
+var TOOL_AGENTS = /* @__PURE__ */ new Set(["codex", "claude", "command"]);
+function toolsNote(ctx, slot) {
+  const cfg = ctx.config.agent.tools;
+  if (!cfg.enabled || !TOOL_AGENTS.has(ctx.config.agent.kind)) return "";
+  const budget = toolsBudget(cfg, slot);
+  return [
+    "",
+    "## The harness's tools (MCP server `hillclimb`)",
+    "",
+    "While you work you may call these tools. Each runs on a snapshot the harness takes of your working",
+    "tree as it is at the call (save your files first; no commit is needed), in the harness, not in your",
+    "sandbox. You pass no paths or commands; `screen` takes a number of rounds.",
+    "",
+    "- `check`: exports your programs for the CPU and verifies them against the reference, as the CPU",
+    "  gate will (tens of seconds). Call it before you commit: a commit that fails verification ends the",
+    "  iteration `invalid`.",
+    `- \`screen\`: a short paired timing of your tree against the champion on ${ctx.backend.info().description}:`,
+    "  an estimate, its interval and the noise. Advisory: the verdict is measured again on fresh rounds.",
+    "- `profile`: where your tree's time goes, diffed against the champion's profile.",
+    "- `ledger`: what earlier iterations tried and how each ended.",
+    "",
+    `Budget for this run: ${budget.calls} call(s) and ${budget.seconds} machine second(s); a call past it is`,
+    "refused. The answers are advice to you: the harness checks and measures your commit afresh, and",
+    "reports how many calls you made.",
+    ...ctx.config.agent.kind === "command" ? ["", 'A command agent reaches the server at `$HILLCLIMB_TOOLS_URL` (docs/agents.md, "Tools").'] : [],
+    ""
+  ].join("\n");
+}
+function toolsBudget(cfg, slot) {
+  const of = slot?.of ?? 1;
+  return { calls: Math.floor(cfg.max_calls / of), seconds: Math.floor(cfg.max_seconds / of) };
 }
 var AGENT_RESULT_NAME = "result.json";
 function agentTestCommand(ctx, key) {
@@ -85843,7 +85875,7 @@ function agentTools(env, repo) {
   const { ctx, ev } = env;
   const cfg = ctx.config.agent.tools;
   ev.tools ??= {
-    budget: { calls: cfg.max_calls, seconds: cfg.max_seconds },
+    budget: toolsBudget(cfg, ev.slot),
     calls: [],
     refused: { count: 0, sample: [] }
   };
@@ -86016,16 +86048,41 @@ async function check(env, draw, commit2) {
     name: "tools-check",
     step: "cpu-gate"
   });
-  const gate = run2.session.gate;
+  const cpu = gateAnswer(run2.session.gate, "the CPU");
+  const accelerator = ctx.backend.info().platform;
+  if (cpu.isError || accelerator === "cpu") return cpu;
+  const there = await exportTree2(env, draw, commit2, accelerator, ctx.backend);
+  if ("failed" in there) {
+    return { text: `${cpu.text}; failed at the ${accelerator} export: ${there.failed}`, isError: true };
+  }
+  const onAccelerator = await runVerifier(ctx, draw, {
+    mode: "gate",
+    platform: accelerator,
+    draw: there.plan.draw,
+    arms: ["B"],
+    repeats: 1,
+    warmup: 0,
+    backend: ctx.backend,
+    harness: ev.base.commit,
+    programs: { B: there.dir },
+    sessionFile: join40(there.work, "session.json"),
+    logFile: join40(there.work, "verify.log"),
+    name: "tools-check-accelerator",
+    step: "accelerator-gate"
+  });
+  const answer = gateAnswer(onAccelerator.session.gate, ctx.backend.info().description);
+  return { text: `${cpu.text}; ${answer.text.replace(/^check: /, "")}`, isError: answer.isError };
+}
+function gateAnswer(gate, where2) {
   if (gate.passed) {
     return {
-      text: `check: passed: ${gate.total} program(s) exported for the CPU and verified against the reference at this call's shapes`,
+      text: `check: passed: ${gate.total} program(s) exported for ${where2} and verified against the reference at this call's shapes`,
       isError: false
     };
   }
   const failing = failingPrograms(gate.programs);
   return {
-    text: `check: failed verification: ${gate.failed} of ${gate.total} program(s); first: ${failing[0] ?? "none verified"}`,
+    text: `check: failed verification on ${where2}: ${gate.failed} of ${gate.total} program(s); first: ${failing[0] ?? "none verified"}`,
     isError: true
   };
 }

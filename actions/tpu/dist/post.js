@@ -35021,7 +35021,7 @@ var hillclimb_schema_default = {
           type: "object",
           additionalProperties: false,
           default: {},
-          description: `The harness's tools the agent may call while it works (check, screen, profile, ledger; docs/agents.md "Tools"), with their budget per iteration, shared by the iteration's candidates.`,
+          description: `The harness's tools the agent may call while it works (check, screen, profile, ledger; docs/agents.md "Tools"), with their budget per iteration (a search's candidates split it equally).`,
           properties: {
             enabled: {
               type: "boolean",

@@ -16,8 +16,8 @@
  * - Answers are advisory. Their sessions live in the bundle's `tools/` folder, which no step reads, and
  *   under a draw of the tools' own, so the gate's shapes stay unknown to the agent; the candidate it
  *   commits is exported, verified and timed afresh.
- * - A budget per iteration (calls and machine seconds, `agent.tools`), shared by its candidates, counted
- *   from the journal in the evidence so a resumed attempt cannot start over. Calls run one at a time
+ * - A budget per iteration (calls and machine seconds, `agent.tools`; a search's candidates split it),
+ *   counted from the journal in the evidence, so a resumed attempt cannot start over. Calls run one at a time
  *   behind any other tool work of the run; a few may wait, more are refused at once.
  */
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
@@ -35,6 +35,7 @@ import { readHistory } from '../state/history.js';
 import { worktreeAt } from '../state/worktrees.js';
 import { championPrograms } from './champion-programs.js';
 import { failingPrograms } from './gates.js';
+import { toolsBudget } from './prepare.js';
 import { championProfile, profileCommit } from './profile.js';
 import {
   type DrawHolder,
@@ -44,6 +45,7 @@ import {
   requestPlan,
   runVerifier,
   VerifierFailed,
+  type VerifierRun,
 } from './programs.js';
 import { ledgerTable } from './prompt-context.js';
 import type { StepEnv } from './step.js';
@@ -100,7 +102,7 @@ export function agentTools(env: StepEnv, repo: string): AgentTools {
   const { ctx, ev } = env;
   const cfg = ctx.config.agent.tools;
   ev.tools ??= {
-    budget: { calls: cfg.max_calls, seconds: cfg.max_seconds },
+    budget: toolsBudget(cfg, ev.slot),
     calls: [],
     refused: { count: 0, sample: [] },
   };
@@ -314,16 +316,44 @@ async function check(env: StepEnv, draw: DrawHolder, commit: string): Promise<Om
     name: 'tools-check',
     step: 'cpu-gate',
   });
-  const gate = run.session.gate!;
+  const cpu = gateAnswer(run.session.gate!, 'the CPU');
+  const accelerator = ctx.backend.info().platform;
+  if (cpu.isError || accelerator === 'cpu') return cpu;
+  // The measuring machine has an accelerator: its export (Mosaic lowering for a TPU) and its gate too.
+  const there = await exportTree(env, draw, commit, accelerator, ctx.backend);
+  if ('failed' in there) {
+    return { text: `${cpu.text}; failed at the ${accelerator} export: ${there.failed}`, isError: true };
+  }
+  const onAccelerator = await runVerifier(ctx, draw, {
+    mode: 'gate',
+    platform: accelerator,
+    draw: there.plan.draw,
+    arms: ['B'],
+    repeats: 1,
+    warmup: 0,
+    backend: ctx.backend,
+    harness: ev.base.commit,
+    programs: { B: there.dir },
+    sessionFile: join(there.work, 'session.json'),
+    logFile: join(there.work, 'verify.log'),
+    name: 'tools-check-accelerator',
+    step: 'accelerator-gate',
+  });
+  const answer = gateAnswer(onAccelerator.session.gate!, ctx.backend.info().description);
+  return { text: `${cpu.text}; ${answer.text.replace(/^check: /, '')}`, isError: answer.isError };
+}
+
+/** A gate session's answer: passed, or the first program that failed and its error. */
+function gateAnswer(gate: NonNullable<VerifierRun['session']['gate']>, where: string): Omit<Ran, 'tree'> {
   if (gate.passed) {
     return {
-      text: `check: passed: ${gate.total} program(s) exported for the CPU and verified against the reference at this call's shapes`,
+      text: `check: passed: ${gate.total} program(s) exported for ${where} and verified against the reference at this call's shapes`,
       isError: false,
     };
   }
   const failing = failingPrograms(gate.programs);
   return {
-    text: `check: failed verification: ${gate.failed} of ${gate.total} program(s); first: ${failing[0] ?? 'none verified'}`,
+    text: `check: failed verification on ${where}: ${gate.failed} of ${gate.total} program(s); first: ${failing[0] ?? 'none verified'}`,
     isError: true,
   };
 }

@@ -54,7 +54,9 @@ export const prepareStep: Step = {
         loadDirectives(resolve(ctx.root, ctx.config.paths.directives_dir), [
           ...ctx.config.agent.directives,
           ...slotDirectives(ctx, ev.slot),
-        ]) + searchNote(ev.slot),
+        ]) +
+        searchNote(ev.slot) +
+        toolsNote(ctx, ev.slot),
     };
     const templateFile = resolve(ctx.root, ctx.config.paths.prompt);
     const prompt = renderPrompt(readFileSync(templateFile, 'utf8'), vars, templateFile);
@@ -84,6 +86,56 @@ function searchNote(slot: IterationEvidence['slot']): string {
     'another candidate is likely to make as well adds nothing: pursue a distinct idea.',
     '',
   ].join('\n');
+}
+
+/** Agents that can call the harness's tools (over MCP, through their key proxy): not the replay agent. */
+const TOOL_AGENTS: ReadonlySet<string> = new Set(['codex', 'claude', 'command']);
+
+/**
+ * What the agent is told of the harness's tools (./agent-tools.ts), when its kind can call them: what
+ * each is for, what it costs, and that its answers are advice. Appended like the directives, so a
+ * project's own template needs no new placeholder.
+ */
+function toolsNote(ctx: LoopContext, slot: IterationEvidence['slot']): string {
+  const cfg = ctx.config.agent.tools;
+  if (!cfg.enabled || !TOOL_AGENTS.has(ctx.config.agent.kind)) return '';
+  const budget = toolsBudget(cfg, slot);
+  return [
+    '',
+    "## The harness's tools (MCP server `hillclimb`)",
+    '',
+    'While you work you may call these tools. Each runs on a snapshot the harness takes of your working',
+    'tree as it is at the call (save your files first; no commit is needed), in the harness, not in your',
+    'sandbox. You pass no paths or commands; `screen` takes a number of rounds.',
+    '',
+    '- `check`: exports your programs for the CPU and verifies them against the reference, as the CPU',
+    '  gate will (tens of seconds). Call it before you commit: a commit that fails verification ends the',
+    '  iteration `invalid`.',
+    `- \`screen\`: a short paired timing of your tree against the champion on ${ctx.backend.info().description}:`,
+    '  an estimate, its interval and the noise. Advisory: the verdict is measured again on fresh rounds.',
+    "- `profile`: where your tree's time goes, diffed against the champion's profile.",
+    '- `ledger`: what earlier iterations tried and how each ended.',
+    '',
+    `Budget for this run: ${budget.calls} call(s) and ${budget.seconds} machine second(s); a call past it is`,
+    'refused. The answers are advice to you: the harness checks and measures your commit afresh, and',
+    'reports how many calls you made.',
+    ...(ctx.config.agent.kind === 'command'
+      ? ['', 'A command agent reaches the server at `$HILLCLIMB_TOOLS_URL` (docs/agents.md, "Tools").']
+      : []),
+    '',
+  ].join('\n');
+}
+
+/**
+ * A run's share of the iteration's tool budget: all of it for one candidate, an equal part for each of
+ * a search's candidates (their agents run side by side, each with a journal of its own).
+ */
+export function toolsBudget(
+  cfg: LoopContext['config']['agent']['tools'],
+  slot: IterationEvidence['slot'],
+): { calls: number; seconds: number } {
+  const of = slot?.of ?? 1;
+  return { calls: Math.floor(cfg.max_calls / of), seconds: Math.floor(cfg.max_seconds / of) };
 }
 
 /** What the agent's result file is called in its output folder (copied into the bundle afterwards). */
