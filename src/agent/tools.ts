@@ -10,6 +10,9 @@
  * names, checked by the tool.
  */
 
+/** Agent kinds that can call the tools (over MCP, through their key proxy): not the replay agent. */
+export const TOOL_AGENT_KINDS: readonly string[] = ['codex', 'claude', 'command'];
+
 /** One tool as the agent sees it (MCP `tools/list`). */
 export interface ToolDescription {
   name: string;

@@ -33,6 +33,11 @@ export interface LoopContext {
   backend: Backend;
   /** Where the CPU gate runs: always this machine, before any accelerator time. */
   cpuBackend: Backend;
+  /**
+   * Where the agent's tools time and profile (steps/agent-tools.ts): the measuring backend where this
+   * process measures too, else this machine's CPU (a CI propose job holds no cloud credentials).
+   */
+  toolsBackend: Backend;
   agent: Agent;
   forge: Forge;
   store: Store;

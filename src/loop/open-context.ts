@@ -3,7 +3,7 @@
  * context from the config and gets back what opens its backends and what releases everything again.
  * Backends come through compute/factory.ts: no driver imports a backend implementation.
  */
-import { buildAgent } from '../agent/index.js';
+import { buildAgent, TOOL_AGENT_KINDS } from '../agent/index.js';
 import { type Backend, buildBackend, buildCpuBackend } from '../compute/index.js';
 import type { HillclimbConfig, TargetConfig } from '../config/index.js';
 import type { StepName } from '../evidence/index.js';
@@ -91,6 +91,7 @@ export async function openLoopContext(config: HillclimbConfig, role: LoopRole): 
     git: role.git ?? (await Git.create(root, { logger })),
     backend,
     cpuBackend,
+    toolsBackend: role.steps.some((s) => ACCELERATOR_STEPS.includes(s)) ? backend : cpuBackend,
     agent: role.steps.includes('propose')
       ? buildAgent(config, { root, logger, target: role.target.name })
       : NO_AGENT,
@@ -110,9 +111,14 @@ export async function openLoopContext(config: HillclimbConfig, role: LoopRole): 
   };
 
   const uses = (names: readonly StepName[]) => role.steps.some((s) => names.includes(s));
+  // The agent's tools run the CPU gate's export and verifier (and time on the tools' backend).
+  const toolsRun =
+    uses(['propose']) && config.agent.tools.enabled && TOOL_AGENT_KINDS.includes(config.agent.kind);
   const needed = [
     ...(uses(ACCELERATOR_STEPS) ? [backend] : []),
-    ...(uses(['cpu-gate']) && !(uses(ACCELERATOR_STEPS) && cpuBackend === backend) ? [cpuBackend] : []),
+    ...((uses(['cpu-gate']) || toolsRun) && !(uses(ACCELERATOR_STEPS) && cpuBackend === backend)
+      ? [cpuBackend]
+      : []),
   ];
   let opened: Backend[] = [];
   return {

@@ -94,6 +94,37 @@ describe('openLoopContext', () => {
     expect([...events, ...accelerator]).toEqual([]);
   });
 
+  it("a proposing role whose agent can call the tools opens this machine's CPU for them, never the accelerator", async () => {
+    accelerator.length = 0;
+    const c = config('zz-accelerator');
+    c.agent.kind = 'command';
+    c.agent.command = { command: ['true'], network: 'none' };
+    const { ctx, openBackends, close, events } = await open(c, ['prepare', 'propose', 'guard']);
+    // A CI propose job holds no cloud credentials: the tools time on the runner's CPU.
+    expect(ctx.toolsBackend).toBe(ctx.cpuBackend);
+    await openBackends();
+    await close();
+    expect(events).toEqual(['cpu open', 'cpu close']);
+    expect(accelerator).toEqual([]);
+    c.agent.tools.enabled = false;
+    const off = await open(c, ['prepare', 'propose', 'guard']);
+    await off.openBackends();
+    await off.close();
+    expect(off.events).toEqual([]);
+  });
+
+  it('a role that measures lets the tools time on the measuring backend', async () => {
+    const { ctx, close } = await open(config('zz-accelerator'), [
+      'prepare',
+      'propose',
+      'guard',
+      'cpu-gate',
+      'measure',
+    ]);
+    expect(ctx.toolsBackend).toBe(ctx.backend);
+    await close();
+  });
+
   it('a whole iteration opens both; close releases both even when the accelerator failed to open', async () => {
     accelerator.length = 0;
     failOpen = true;

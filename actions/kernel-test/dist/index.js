@@ -84657,6 +84657,9 @@ ${body.join("\n\n")}
 `;
 }
 
+// src/agent/tools.ts
+var TOOL_AGENT_KINDS = ["codex", "claude", "command"];
+
 // src/loop/open-context.ts
 var ACCELERATOR_STEPS = ["accelerator-gate", "measure", "profile"];
 async function openLoopContext(config, role) {
@@ -84677,6 +84680,7 @@ async function openLoopContext(config, role) {
     git: role.git ?? await Git.create(root, { logger }),
     backend,
     cpuBackend,
+    toolsBackend: role.steps.some((s) => ACCELERATOR_STEPS.includes(s)) ? backend : cpuBackend,
     agent: role.steps.includes("propose") ? buildAgent(config, { root, logger, target: role.target.name }) : NO_AGENT,
     forge: buildForge(config, { root, logger }),
     store: role.store ?? buildStore(config, { root, logger }),
@@ -84693,9 +84697,10 @@ async function openLoopContext(config, role) {
     dryRun: Boolean(role.dryRun)
   };
   const uses = (names) => role.steps.some((s) => names.includes(s));
+  const toolsRun = uses(["propose"]) && config.agent.tools.enabled && TOOL_AGENT_KINDS.includes(config.agent.kind);
   const needed = [
     ...uses(ACCELERATOR_STEPS) ? [backend] : [],
-    ...uses(["cpu-gate"]) && !(uses(ACCELERATOR_STEPS) && cpuBackend === backend) ? [cpuBackend] : []
+    ...(uses(["cpu-gate"]) || toolsRun) && !(uses(ACCELERATOR_STEPS) && cpuBackend === backend) ? [cpuBackend] : []
   ];
   let opened = [];
   return {
@@ -85568,10 +85573,9 @@ function searchNote(slot) {
     ""
   ].join("\n");
 }
-var TOOL_AGENTS = /* @__PURE__ */ new Set(["codex", "claude", "command"]);
 function toolsNote(ctx, slot) {
   const cfg = ctx.config.agent.tools;
-  if (!cfg.enabled || !TOOL_AGENTS.has(ctx.config.agent.kind)) return "";
+  if (!cfg.enabled || !TOOL_AGENT_KINDS.includes(ctx.config.agent.kind)) return "";
   const budget = toolsBudget(cfg, slot);
   return [
     "",
@@ -85695,7 +85699,9 @@ var DESCRIPTIONS = [
     inputSchema: { type: "object", properties: {}, additionalProperties: false }
   }
 ];
-function agentTools(env, repo) {
+function agentTools(stepEnv, repo) {
+  const { ctx: loop } = stepEnv;
+  const env = loop.toolsBackend === loop.backend ? stepEnv : { ...stepEnv, ctx: { ...loop, backend: loop.toolsBackend } };
   const { ctx, ev } = env;
   const cfg = ctx.config.agent.tools;
   ev.tools ??= {
@@ -85705,7 +85711,7 @@ function agentTools(env, repo) {
   };
   const journal = ev.tools;
   const draw = { iteration: ev.iteration };
-  const queue = runQueue(ctx);
+  const queue = runQueue(loop);
   let admitted = 0;
   const refuse = (why) => {
     journal.refused.count++;

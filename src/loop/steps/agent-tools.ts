@@ -98,7 +98,13 @@ interface Ran {
 }
 
 /** The tools for one agent run: the interface the agent module serves, over this iteration's budget. */
-export function agentTools(env: StepEnv, repo: string): AgentTools {
+export function agentTools(stepEnv: StepEnv, repo: string): AgentTools {
+  // The tools time on the tools' backend (context.ts): the measuring one where this process measures.
+  const { ctx: loop } = stepEnv;
+  const env: StepEnv =
+    loop.toolsBackend === loop.backend
+      ? stepEnv
+      : { ...stepEnv, ctx: { ...loop, backend: loop.toolsBackend } };
   const { ctx, ev } = env;
   const cfg = ctx.config.agent.tools;
   ev.tools ??= {
@@ -109,7 +115,7 @@ export function agentTools(env: StepEnv, repo: string): AgentTools {
   const journal = ev.tools;
   // A draw of the tools' own: an answer never tells the agent which shapes the gate will ask for.
   const draw: DrawHolder = { iteration: ev.iteration };
-  const queue = runQueue(ctx);
+  const queue = runQueue(loop);
   let admitted = 0; // calls admitted but not yet journalled (running or waiting)
 
   const refuse = (why: string): ToolAnswer => {

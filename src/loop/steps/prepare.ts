@@ -5,6 +5,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { TOOL_AGENT_KINDS } from '../../agent/index.js';
 import { fillCommand } from '../../config/index.js';
 import type { IterationEvidence } from '../../evidence/index.js';
 import { displayCommand } from '../../exec/index.js';
@@ -88,9 +89,6 @@ function searchNote(slot: IterationEvidence['slot']): string {
   ].join('\n');
 }
 
-/** Agents that can call the harness's tools (over MCP, through their key proxy): not the replay agent. */
-const TOOL_AGENTS: ReadonlySet<string> = new Set(['codex', 'claude', 'command']);
-
 /**
  * What the agent is told of the harness's tools (./agent-tools.ts), when its kind can call them: what
  * each is for, what it costs, and that its answers are advice. Appended like the directives, so a
@@ -98,7 +96,7 @@ const TOOL_AGENTS: ReadonlySet<string> = new Set(['codex', 'claude', 'command'])
  */
 function toolsNote(ctx: LoopContext, slot: IterationEvidence['slot']): string {
   const cfg = ctx.config.agent.tools;
-  if (!cfg.enabled || !TOOL_AGENTS.has(ctx.config.agent.kind)) return '';
+  if (!cfg.enabled || !TOOL_AGENT_KINDS.includes(ctx.config.agent.kind)) return '';
   const budget = toolsBudget(cfg, slot);
   return [
     '',
