@@ -109,7 +109,7 @@ function toolsNote(ctx: LoopContext, slot: IterationEvidence['slot']): string {
     '- `check`: exports your programs for the CPU and verifies them against the reference, as the CPU',
     '  gate will (tens of seconds). Call it before you commit: a commit that fails verification ends the',
     '  iteration `invalid`.',
-    `- \`screen\`: a short paired timing of your tree against the champion on ${ctx.backend.info().description}:`,
+    `- \`screen\`: a short paired timing of your tree against the champion on ${ctx.toolsBackend.info().description}:`,
     '  an estimate, its interval and the noise. Advisory: the verdict is measured again on fresh rounds.',
     "- `profile`: where your tree's time goes, diffed against the champion's profile.",
     '- `ledger`: what earlier iterations tried and how each ended.',
