@@ -8,6 +8,7 @@
  */
 import type { Isolation } from '../evidence/index.js';
 import { ExitCode, HillclimbError } from '../util/index.js';
+import type { AgentTools } from './tools.js';
 
 export interface AgentRequest {
   iteration: number;
@@ -40,6 +41,11 @@ export interface AgentRequest {
    * own config folder), or unsandboxed with the reason. Absent: unsandboxed (a harness-internal agent, or a test).
    */
   isolation?: AgentIsolation;
+  /**
+   * The harness's tools for this run (tools.ts), which the adapter serves over MCP on its key proxy and
+   * names in the CLI's configuration. Absent: no tools, and the agent runs exactly as without them.
+   */
+  tools?: AgentTools;
 }
 
 export type AgentIsolation =

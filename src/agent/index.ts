@@ -10,3 +10,4 @@ export { agentIdentity } from './environment.js';
 export { AGENT_INSTALL_HINTS, buildAgent, checkAgentInstalled } from './factory.js';
 export { leftoverMessage } from './leftovers.js';
 export { checkModelApi } from './model-api.js';
+export type { AgentTools, ToolAnswer, ToolDescription } from './tools.js';

@@ -96,11 +96,13 @@ export function createMcpEndpoint(opts: McpEndpointOptions): McpEndpoint {
     id,
     error: { code, message },
   });
+  const answerError = (res: ServerResponse, status: number, why: string, id: Id | null, code: number) => {
+    if (res.headersSent || res.destroyed) return;
+    res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(fail(id, code, why)));
+  };
   const refuse = (res: ServerResponse, status: number, why: string, id: Id | null = null, code?: number) => {
     recordRefusal(refusals, why);
-    const body = JSON.stringify(fail(id, code ?? JsonRpcError.invalidRequest, why));
-    if (res.headersSent || res.destroyed) return;
-    res.writeHead(status, { 'content-type': 'application/json' }).end(body);
+    answerError(res, status, why, id, code ?? JsonRpcError.invalidRequest);
   };
 
   const openSession = (asked: unknown): { id: string; session: Session } => {
@@ -240,19 +242,18 @@ export function createMcpEndpoint(opts: McpEndpointOptions): McpEndpoint {
       return;
     }
 
+    const asked = req.headers['mcp-protocol-version'];
+    if (asked !== undefined && !MCP_PROTOCOL_VERSIONS.some((v) => v === asked)) {
+      // A client probing a newer revision first (Claude Code 2.1.332 opens with a 2026-07-28
+      // `server/discover`) falls back to initialize on this 400: negotiation, not counted as a refusal.
+      const why = `unsupported MCP-Protocol-Version ${JSON.stringify(String(asked).slice(0, 20))}: initialize`;
+      return answerError(res, 400, why, idOf(message), JsonRpcError.invalidRequest);
+    }
     const sessionId = req.headers['mcp-session-id'];
     if (typeof sessionId !== 'string')
       return refuse(res, 400, 'Mcp-Session-Id is required (initialize first)');
     const session = sessions.get(sessionId);
     if (!session) return refuse(res, 404, 'no such session (ended or never opened): initialize again');
-    const asked = req.headers['mcp-protocol-version'];
-    if (asked !== undefined && !MCP_PROTOCOL_VERSIONS.some((v) => v === asked)) {
-      return refuse(
-        res,
-        400,
-        `unsupported MCP-Protocol-Version ${JSON.stringify(String(asked).slice(0, 20))}`,
-      );
-    }
     const batch = Array.isArray(message);
     if (batch && session.version !== BATCH_REVISION) {
       return refuse(res, 400, `JSON-RPC batches are not part of MCP ${session.version}: send one message`);
@@ -306,7 +307,8 @@ export function createMcpEndpoint(opts: McpEndpointOptions): McpEndpoint {
       }
       if (req.method !== 'POST') {
         req.resume();
-        recordRefusal(refusals, `${req.method} (this server sends no stream)`);
+        // A client may ask for a stream (GET) and take the 405 in its stride: both CLIs do; not counted.
+        if (req.method !== 'GET') recordRefusal(refusals, `${req.method} (not an MCP method of HTTP)`);
         res.writeHead(405, { allow: 'POST, DELETE' }).end();
         return;
       }

@@ -160,11 +160,31 @@ describe('the MCP endpoint: protocol', () => {
   });
 
   it('GET (a server stream) is 405 with Allow; another method too', async () => {
-    const { url } = await serve(stubTools());
+    const { url, endpoint } = await serve(stubTools());
     const get = await fetch(url, { headers: { accept: 'text/event-stream' } });
     expect(get.status).toBe(405);
     expect(get.headers.get('allow')).toBe('POST, DELETE');
     expect((await fetch(url, { method: 'PUT', body: '{}' })).status).toBe(405);
+    // A client asking for a stream takes the 405 in its stride: only the PUT counts as refused.
+    expect(endpoint.refusals.sample).toEqual(['PUT (not an MCP method of HTTP)']);
+  });
+
+  it('a revision it does not speak is a 400 the client falls back from (to initialize), not a refusal', async () => {
+    const { url, endpoint } = await serve(stubTools());
+    // What Claude Code 2.1.332 sends first.
+    const probe = await post(
+      url,
+      { jsonrpc: '2.0', id: 0, method: 'server/discover', params: {} },
+      { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'server/discover' },
+    );
+    expect(probe.status).toBe(400);
+    expect(probe.body).toMatchObject({ id: 0, error: { message: expect.stringContaining('2026-07-28') } });
+    const s = await session(url);
+    expect(
+      (await s.send({ jsonrpc: '2.0', id: 1, method: 'ping' }, { 'mcp-protocol-version': '1999-01-01' }))
+        .status,
+    ).toBe(400);
+    expect(endpoint.refusals.count).toBe(0);
   });
 
   it('notifications and responses alone are 202 with no body; notifications/cancelled of nothing is harmless', async () => {
