@@ -3,8 +3,10 @@
  * adapters configure them, in the harness's sandbox where this machine has one (so every call goes
  * through the key proxy's UNIX-socket forward): a scripted model calls `check`, which fails, fixes the
  * kernel, calls `check` again, which passes, and finishes. The stub tools see both calls, and the model
- * sees each answer's text in its next request. These fail when a CLI upgrade changes how it names an
- * MCP server's tools, what it needs to run them without asking, or the protocol revision it speaks.
+ * sees each answer's text in its next request. codex also runs in its own workspace-write sandbox (no
+ * harness sandbox), the one place where its default approval mode would refuse the call. These fail
+ * when a CLI upgrade changes how it names an MCP server's tools, what it needs to run them without
+ * asking, or the protocol revision it speaks.
  */
 import { mkdirSync, readFileSync, realpathSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -50,71 +52,118 @@ const toolCalls = (request: AgentRequest) =>
   (request.tools as ReturnType<typeof stubTools>).calls.map((c) => [c.name, c.args]);
 
 describe('the agent CLIs call the harness’s tools', { timeout: 60_000 }, () => {
-  it('codex: finds them with tool_search (namespace mcp__hillclimb), runs them without asking, reads the answers', async () => {
+  it.each([
+    ['in the harness’s sandbox (danger-full-access inside)', true],
+    ['in its own workspace-write sandbox', false],
+  ])(
+    'codex %s: finds them with tool_search (namespace mcp__hillclimb), runs them without asking, reads the answers',
+    async (_where, harnessSandbox) => {
+      const f = await setup();
+      const file = 'kernels/gdn/chunk.py';
+      const check = { functionCall: { name: 'check', namespace: 'mcp__hillclimb', arguments: {} } };
+      const server: ResponsesServer = await startResponsesServer({
+        apiKey: OPENAI_KEY,
+        replies: [
+          { toolSearch: { query: 'hillclimb check kernel' } },
+          check,
+          {
+            customToolCall: {
+              name: 'apply_patch',
+              input: `*** Begin Patch\n*** Update File: ${file}\n@@\n def chunk(x):\n-    return x\n+    return x * 1\n*** End Patch\n`,
+            },
+          },
+          check,
+          { message: JSON.stringify(RESULT) },
+        ],
+      });
+      closers.push(server);
+      const { isolation, ...unsandboxed } = await sandboxed(f, {
+        OPENAI_API_KEY: OPENAI_KEY,
+        OPENAI_BASE_URL: server.baseUrl,
+      });
+      const request: AgentRequest = harnessSandbox ? { ...unsandboxed, isolation } : unsandboxed;
+      const logger = memoryLogger();
+      // By its real path: in a checkout whose node_modules is a link, the sandbox binds what it points at.
+      const binary = realpathSync(codexBinary());
+      const agent = new CodexAgent({
+        binary,
+        model: 'gpt-5.5',
+        extraArgs: [],
+        passEnv: [],
+        logger,
+        sourceEnv: {},
+      });
+      const outcome = await agent.run(request);
+
+      expect(outcome.status, readFileSync(f.request.logFile, 'utf8').slice(-2000)).toBe('finished');
+      expect(outcome.result).toEqual(RESULT);
+      expect(outcome.isolation).toBe(request.isolation ? 'sandbox' : 'none');
+      expect(server.violations).toEqual([]);
+      expect(toolCalls(request)).toEqual([
+        ['check', {}],
+        ['check', {}],
+      ]);
+      // codex 0.169 defers an MCP server's tools: the model sees tool_search, and the search's output
+      // lists them under the namespace the calls name.
+      const tools = (server.requests[0]!.body.tools as Array<{ type: string; name?: string }>).map(
+        (t) => t.name ?? t.type,
+      );
+      expect(tools).toContain('tool_search');
+      expect(tools).not.toContain('mcp__hillclimb__check');
+      const input = (n: number) => server.requests[n]!.body.input as Array<Record<string, unknown>>;
+      const found = input(1).find((i) => i.type === 'tool_search_output') as { tools: unknown } | undefined;
+      expect(found?.tools).toEqual([
+        expect.objectContaining({
+          type: 'namespace',
+          name: 'mcp__hillclimb',
+          tools: [expect.objectContaining({ name: 'check' }), expect.objectContaining({ name: 'ledger' })],
+        }),
+      ]);
+      // The model read each answer in its next request.
+      const answer = (n: number) =>
+        JSON.stringify(input(n).find((i) => i.type === 'function_call_output')?.output);
+      expect(answer(2)).toContain(FAILS);
+      expect(answer(4)).toContain(PASSES);
+      expect(readFileSync(join(f.repo.root, file), 'utf8')).toBe('def chunk(x):\n    return x * 1\n');
+      expect(logger.lines).toEqual([]);
+    },
+  );
+
+  it('codex: without default_tools_approval_mode="approve", in its own workspace-write sandbox, exec refuses the call', async () => {
     const f = await setup();
-    const file = 'kernels/gdn/chunk.py';
-    const check = { functionCall: { name: 'check', namespace: 'mcp__hillclimb', arguments: {} } };
     const server: ResponsesServer = await startResponsesServer({
       apiKey: OPENAI_KEY,
       replies: [
-        { toolSearch: { query: 'hillclimb check kernel' } },
-        check,
-        {
-          customToolCall: {
-            name: 'apply_patch',
-            input: `*** Begin Patch\n*** Update File: ${file}\n@@\n def chunk(x):\n-    return x\n+    return x * 1\n*** End Patch\n`,
-          },
-        },
-        check,
+        { toolSearch: { query: 'hillclimb check' } },
+        { functionCall: { name: 'check', namespace: 'mcp__hillclimb', arguments: {} } },
         { message: JSON.stringify(RESULT) },
       ],
     });
     closers.push(server);
-    const request = await sandboxed(f, { OPENAI_API_KEY: OPENAI_KEY, OPENAI_BASE_URL: server.baseUrl });
-    const logger = memoryLogger();
-    // By its real path: in a checkout whose node_modules is a link, the sandbox binds what it points at.
-    const binary = realpathSync(codexBinary());
+    // Outside the harness's sandbox codex runs in its own workspace-write sandbox, where `auto` (its
+    // default mode, which a user's -c after the adapter's restores) asks, and exec, which never asks,
+    // refuses. (Inside, with danger-full-access, `auto` would run it.)
+    const { isolation: _none, ...request } = await sandboxed(f, {
+      OPENAI_API_KEY: OPENAI_KEY,
+      OPENAI_BASE_URL: server.baseUrl,
+    });
     const agent = new CodexAgent({
-      binary,
+      binary: realpathSync(codexBinary()),
       model: 'gpt-5.5',
-      extraArgs: [],
+      extraArgs: ['-c', 'mcp_servers.hillclimb.default_tools_approval_mode="auto"'],
       passEnv: [],
-      logger,
+      logger: memoryLogger(),
       sourceEnv: {},
     });
     const outcome = await agent.run(request);
-
-    expect(outcome.status, readFileSync(f.request.logFile, 'utf8').slice(-2000)).toBe('finished');
-    expect(outcome.result).toEqual(RESULT);
-    expect(outcome.isolation).toBe(request.isolation ? 'sandbox' : 'none');
-    expect(server.violations).toEqual([]);
-    expect(toolCalls(request)).toEqual([
-      ['check', {}],
-      ['check', {}],
-    ]);
-    // codex 0.169 defers an MCP server's tools: the model sees tool_search, and the search's output
-    // lists them under the namespace the calls name.
-    const tools = (server.requests[0]!.body.tools as Array<{ type: string; name?: string }>).map(
-      (t) => t.name ?? t.type,
+    expect(outcome.status).toBe('finished');
+    expect(toolCalls(request)).toEqual([]);
+    const output = (server.requests[2]!.body.input as Array<Record<string, unknown>>).find(
+      (i) => i.type === 'function_call_output',
     );
-    expect(tools).toContain('tool_search');
-    expect(tools).not.toContain('mcp__hillclimb__check');
-    const input = (n: number) => server.requests[n]!.body.input as Array<Record<string, unknown>>;
-    const found = input(1).find((i) => i.type === 'tool_search_output') as { tools: unknown } | undefined;
-    expect(found?.tools).toEqual([
-      expect.objectContaining({
-        type: 'namespace',
-        name: 'mcp__hillclimb',
-        tools: [expect.objectContaining({ name: 'check' }), expect.objectContaining({ name: 'ledger' })],
-      }),
-    ]);
-    // The model read each answer in its next request.
-    const answer = (n: number) =>
-      JSON.stringify(input(n).find((i) => i.type === 'function_call_output')?.output);
-    expect(answer(2)).toContain(FAILS);
-    expect(answer(4)).toContain(PASSES);
-    expect(readFileSync(join(f.repo.root, file), 'utf8')).toBe('def chunk(x):\n    return x * 1\n');
-    expect(logger.lines).toEqual([]);
+    expect(JSON.stringify(output?.output)).toContain(
+      'MCP tool call requires approval, but approval policy is never',
+    );
   });
 
   it('claude: has them in its tool list as mcp__hillclimb__*, allowed, and reads the answers', async () => {

@@ -319,7 +319,9 @@ export function codexArgs(i: CodexArgsInput): string[] {
  * The tools' MCP server as codex config overrides (codex-rs/config/src/mcp_types.rs RawMcpServerConfig:
  * `url` makes it a streamable-HTTP server; `default_tools_approval_mode` is `auto`, `prompt` or
  * `approve`). `approve` runs its tools without asking: in `exec` the approval policy is `never`, so a call
- * codex would ask about is refused instead. `required`: exec stops if the server cannot start, rather
+ * codex would ask about is refused instead — with `prompt`, and with `auto` (the default) under
+ * workspace-write (seen with the real 0.169; under danger-full-access `auto` runs them, so the harness's
+ * sandbox alone would not show it). `required`: exec stops if the server cannot start, rather
  * than run an iteration whose prompt names tools it does not have.
  */
 function toolsConfig(tools: { url: string; timeoutSec: number }): string[] {
