@@ -42,8 +42,8 @@ export interface AgentRequest {
    */
   isolation?: AgentIsolation;
   /**
-   * The harness's tools the agent may call while it works (./tools.ts), served over MCP on its key
-   * proxy's port. Absent: no tools (the agent works as it always did).
+   * The harness's tools for this run (tools.ts), which the adapter serves over MCP on its key proxy and
+   * names in the CLI's configuration. Absent: no tools, and the agent runs exactly as without them.
    */
   tools?: AgentTools;
 }

@@ -23,6 +23,10 @@
  *   counted;
  * - a request or WebSocket message that asks the model API to reach something the user did not
  *   configure (an MCP server URL, an image or file fetched from a URL) is refused, by field.
+ *
+ * With `tools`, it also serves the agent's tools (tools.ts) over MCP (mcp-server.ts) at
+ * `/<token>/hillclimb/mcp`, behind the same token and Host checks: that path is the harness's own and
+ * never forwarded, whatever the allow list says.
  */
 
 import { randomBytes, randomInt } from 'node:crypto';
@@ -45,8 +49,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import { connect as tlsConnect } from 'node:tls';
+import { createMcpEndpoint, type McpEndpoint } from './mcp-server.js';
 import { refuseModelMessage, refuseModelRequest } from './model-request.js';
+import { noRefusals, type Refusals, recordRefusal } from './refusals.js';
+import type { AgentTools } from './tools.js';
 import { WebSocketMessages } from './websocket-frames.js';
+
+export { REFUSAL_SAMPLE, type Refusals, refusalText } from './refusals.js';
 
 /** What the agent sends instead of a key: recognisable in a log, worthless anywhere else. */
 export const PLACEHOLDER_KEY = 'hillclimb-proxy-holds-the-key';
@@ -68,13 +77,12 @@ export interface KeyProxyOptions {
    * no other process on the machine can reach it at all.
    */
   loopback?: boolean;
+  /** The agent's tools, served over MCP at TOOLS_PATH under the run's token (toolsUrl). */
+  tools?: AgentTools;
 }
 
-/** Refused requests: how many, and the first few (`METHOD path` or why), each capped. */
-export interface Refusals {
-  count: number;
-  sample: string[];
-}
+/** Where the tools are served, after the run's token: never a path of the upstream's. */
+export const TOOLS_PATH = '/hillclimb/mcp';
 
 export interface KeyProxy {
   /** The base URL to give the CLI: the proxy's origin, the run's token, the upstream's path. */
@@ -87,12 +95,13 @@ export interface KeyProxy {
   socket: string;
   /** Requests refused, counted; a sample kept (bounded whatever the agent sends). */
   refusals: Refusals;
+  /** With `tools`: the MCP endpoint's URL (the proxy's origin, the run's token, TOOLS_PATH). */
+  toolsUrl?: string;
+  /** With `tools`: the endpoint, for what it answered and refused. */
+  tools?: Pick<McpEndpoint, 'calls' | 'refusals'>;
   close(): Promise<void>;
 }
 
-/** Refused requests kept as examples, and the length of each. */
-export const REFUSAL_SAMPLE = 20;
-const REFUSAL_CHARS = 160;
 /** The largest request body (and WebSocket message) forwarded: model requests carry whole contexts. */
 export const MAX_BODY_BYTES = 32 << 20;
 /** Connections at once, on both listeners together: the CLIs use a handful. */
@@ -103,12 +112,6 @@ export const BUFFERED_BYTES = 256 << 20;
 const HANDSHAKE_HELD_BYTES = 64 << 10;
 /** A request's headers must arrive within the first, the whole request within the second (slowloris). */
 const TIMEOUTS = { headersMs: 20_000, requestMs: 120_000 };
-
-/** `3 request(s), e.g. GET /v1/files, …`: one bounded line for a warning. */
-export function refusalText(r: Refusals): string {
-  const more = r.count > r.sample.length ? `, … (${r.count} in all)` : '';
-  return `${r.count} request(s): ${r.sample.join(', ')}${more}`;
-}
 
 /**
  * `text` (a CLI's error line) with the proxy's address put back as the endpoint the user configured: the
@@ -146,15 +149,18 @@ export async function startKeyProxy(opts: KeyProxyOptions): Promise<KeyProxy> {
   const tls = upstream.protocol === 'https:';
   const port = Number(upstream.port) || (tls ? 443 : 80);
   const token = randomBytes(16).toString('hex');
-  const refusals: Refusals = { count: 0, sample: [] };
+  const refusals = noRefusals();
   let local = 0; // the loopback port, once listening
-  const refuse = (why: string) => {
-    refusals.count++;
-    if (refusals.sample.length < REFUSAL_SAMPLE) refusals.sample.push(why.slice(0, REFUSAL_CHARS));
-  };
+  const refuse = (why: string) => recordRefusal(refusals, why);
+  const tools = opts.tools ? createMcpEndpoint({ tools: opts.tools }) : undefined;
 
-  /** The request's path without the token, or why it is refused (never the token itself). */
-  const route = (req: IncomingMessage): { path: string; target: string } | { refused: string } => {
+  /**
+   * The request's path without the token, or why it is refused (never the token itself), or `tools`
+   * for the MCP endpoint.
+   */
+  const route = (
+    req: IncomingMessage,
+  ): { path: string; target: string } | { refused: string } | { tools: McpEndpoint } => {
     const u = new URL(req.url ?? '/', 'http://x');
     const host = (req.headers.host ?? '').toLowerCase();
     if (host !== `127.0.0.1:${local}` && host !== `localhost:${local}`) {
@@ -165,6 +171,9 @@ export async function startKeyProxy(opts: KeyProxyOptions): Promise<KeyProxy> {
       return { refused: `${req.method} ${u.pathname} (without the run's token)` };
     }
     const path = u.pathname.slice(prefix.length) || '/';
+    if (path === TOOLS_PATH) {
+      return tools ? { tools } : { refused: `${req.method} ${path} (no tools in this run)` };
+    }
     if (!opts.allow.some((a) => a.method === req.method && a.path === path)) {
       return { refused: `${req.method} ${path}` };
     }
@@ -207,6 +216,7 @@ export async function startKeyProxy(opts: KeyProxyOptions): Promise<KeyProxy> {
         req.resume();
         return;
       }
+      if ('tools' in r) return r.tools.handle(req, res);
       readBody(req, MAX_BODY_BYTES, budget)
         .then((body) => {
           if (body === 'over') {
@@ -260,8 +270,14 @@ export async function startKeyProxy(opts: KeyProxyOptions): Promise<KeyProxy> {
     sockets.add(client);
     client.on('close', () => sockets.delete(client));
     const r = route(req);
-    if ('refused' in r || req.headers.upgrade?.toLowerCase() !== 'websocket') {
-      refuse('refused' in r ? r.refused : `${req.method} ${r.path} (an upgrade to ${req.headers.upgrade})`);
+    if ('refused' in r || 'tools' in r || req.headers.upgrade?.toLowerCase() !== 'websocket') {
+      refuse(
+        'refused' in r
+          ? r.refused
+          : 'tools' in r
+            ? `${req.method} ${TOOLS_PATH} (an upgrade)`
+            : `${req.method} ${r.path} (an upgrade to ${req.headers.upgrade})`,
+      );
       client.end('HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
       return;
     }
@@ -372,7 +388,9 @@ export async function startKeyProxy(opts: KeyProxyOptions): Promise<KeyProxy> {
     port: local,
     socket,
     refusals,
+    ...(tools ? { toolsUrl: `http://127.0.0.1:${local}/${token}${TOOLS_PATH}`, tools } : {}),
     async close() {
+      tools?.close();
       for (const s of sockets) s.destroy();
       await Promise.all([
         new Promise<void>((resolve) => server.close(() => resolve())),
@@ -486,4 +504,24 @@ function stripHop(headers: IncomingHttpHeaders): Record<string, string | string[
     if (v !== undefined && !HOP_HEADERS.includes(k)) out[k] = v;
   }
   return out;
+}
+
+/**
+ * An address nothing is ever sent to: a tools-only proxy forwards nothing (its allow list is empty, so
+ * every request but the tools' is refused before an upstream is named).
+ */
+const NO_UPSTREAM = 'http://127.0.0.1:9';
+
+/**
+ * The tools endpoint alone, for an agent whose model API the harness does not hold (the command agent):
+ * the key proxy with nothing to forward, the same token, Host check, socket and forward.
+ */
+export function startToolsProxy(tools: AgentTools, opts: { loopback?: boolean } = {}): Promise<KeyProxy> {
+  return startKeyProxy({
+    upstream: NO_UPSTREAM,
+    allow: [],
+    credential: { header: 'authorization', value: '' },
+    tools,
+    ...opts,
+  });
 }

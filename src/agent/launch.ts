@@ -66,6 +66,8 @@ export interface AgentLaunch {
   keyProxy?: Pick<KeyProxy, 'port' | 'socket' | 'upstream'>;
   /** In the sandbox without a key proxy: the machine's network (default), or none at all. */
   network?: 'host' | 'none';
+  /** Files the process needs to read in the sandbox beyond its own (the tools' client). */
+  readOnly?: readonly string[];
   logger: Logger;
 }
 
@@ -122,6 +124,7 @@ export async function launchAgent(request: AgentRequest, launch: AgentLaunch): P
           ...programReadPaths(binary),
           ...nodeReadPaths(),
           ...argumentFiles(launch.args, writable),
+          ...(launch.readOnly ?? []),
           ...sandbox.readOnly,
         ],
         writable,

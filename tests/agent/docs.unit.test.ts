@@ -18,12 +18,15 @@ describe('docs/agents.md', () => {
       baseUrl: 'https://u',
       model: 'm',
       reasoningEffort: 'high',
+      tools: { url: 'http://t', timeoutSec: 1800 },
       extraArgs: [],
     });
     for (const a of args.filter((x) => x.startsWith('-') || x.includes('='))) {
       const shown = a
         .replace('"high"', '"<agent.codex.reasoning_effort>"')
-        .replace('"https://u"', '"<OPENAI_BASE_URL>"');
+        .replace('"https://u"', '"<OPENAI_BASE_URL>"')
+        .replace('"http://t"', '"<tools URL>"')
+        .replace('=1800', '=<agent timeout, s>');
       expect(doc, a).toContain(shown);
     }
   });
@@ -34,8 +37,10 @@ describe('docs/agents.md', () => {
       maxTurns: 3,
       allowedTools: DEFAULT_CLAUDE_ALLOWED_TOOLS,
       resultDir: '/r',
+      tools: { configFile: '/c', names: ['mcp__hillclimb__check'] },
       extraArgs: [],
     });
     for (const a of args.filter((x) => x.startsWith('-'))) expect(doc, a).toContain(a);
+    expect(doc).toContain('mcp__hillclimb__check');
   });
 });

@@ -40219,8 +40219,8 @@ var stringifyIteratively = (rootValue, replacer, spaceParam) => {
   const isFunctionReplacer = typeof replacer === "function";
   const propertyList = Array.isArray(replacer) ? new Set(replacer.map(String)) : null;
   const prepareVal = (parent, key, val) => {
-    const isObject2 = val !== null && typeof val === "object";
-    const hasToJSON = isObject2 && typeof val.toJSON === "function";
+    const isObject3 = val !== null && typeof val === "object";
+    const hasToJSON = isObject3 && typeof val.toJSON === "function";
     if (hasToJSON) {
       val = val.toJSON(key);
     }
@@ -45720,23 +45720,23 @@ function pointerToPath(pointer) {
 function describeAjvError(e) {
   const path6 = pointerToPath(e.instancePath);
   const keyPath = path6.join(".");
-  const join46 = (k) => keyPath ? `${keyPath}.${k}` : k;
+  const join48 = (k) => keyPath ? `${keyPath}.${k}` : k;
   const got = e.data === void 0 ? "" : ` (got ${JSON.stringify(e.data)})`;
   switch (e.keyword) {
     case "additionalProperties": {
       const key = String(e.params.additionalProperty);
       const retired = RETIRED_KEYS[`${path6.length === 3 && path6[0] === "targets" ? `*.${path6[2]}` : ""}.${key}`];
-      if (retired) return { keyPath: join46(key), message: retired };
+      if (retired) return { keyPath: join48(key), message: retired };
       const known = Object.keys(e.parentSchema?.properties ?? {});
       const near = nearest(key, known);
       return {
-        keyPath: join46(key),
+        keyPath: join48(key),
         message: `unknown key "${key}"${near ? ` (did you mean "${near}"?)` : known.length ? `; known: ${known.join(", ")}` : ""}`
       };
     }
     case "required":
       return {
-        keyPath: join46(String(e.params.missingProperty)),
+        keyPath: join48(String(e.params.missingProperty)),
         message: "missing required key"
       };
     case "enum":
@@ -82960,7 +82960,9 @@ function failingPrograms(programs) {
 }
 
 // src/agent/agents/claude.ts
-import { dirname as dirname18 } from "node:path";
+import { mkdtempSync as mkdtempSync9, rmSync as rmSync21, writeFileSync as writeFileSync10 } from "node:fs";
+import { tmpdir as tmpdir9 } from "node:os";
+import { dirname as dirname18, join as join33 } from "node:path";
 
 // src/agent/agent.ts
 var AgentSetupError = class extends HillclimbError {
@@ -82976,7 +82978,7 @@ var AgentSetupError = class extends HillclimbError {
 };
 
 // src/agent/key-proxy.ts
-import { randomBytes as randomBytes3, randomInt } from "node:crypto";
+import { randomBytes as randomBytes4, randomInt } from "node:crypto";
 import { mkdtempSync as mkdtempSync8, rmSync as rmSync19 } from "node:fs";
 import {
   createServer,
@@ -82990,6 +82992,345 @@ import {
 import { tmpdir as tmpdir8 } from "node:os";
 import { join as join31 } from "node:path";
 import { connect as tlsConnect } from "node:tls";
+
+// src/agent/mcp-server.ts
+import { randomBytes as randomBytes3 } from "node:crypto";
+
+// src/agent/refusals.ts
+var REFUSAL_SAMPLE = 20;
+var REFUSAL_CHARS = 160;
+function noRefusals() {
+  return { count: 0, sample: [] };
+}
+function recordRefusal(r, why) {
+  r.count++;
+  if (r.sample.length < REFUSAL_SAMPLE) r.sample.push(why.slice(0, REFUSAL_CHARS));
+}
+function refusalText(r) {
+  const more = r.count > r.sample.length ? `, \u2026 (${r.count} in all)` : "";
+  return `${r.count} request(s): ${r.sample.join(", ")}${more}`;
+}
+
+// src/agent/mcp-server.ts
+var MCP_PROTOCOL_VERSIONS = ["2025-11-25", "2025-06-18", "2025-03-26"];
+var BATCH_REVISION = "2025-03-26";
+var MCP_MAX_BODY_BYTES = 64 << 10;
+var MCP_MAX_DEPTH = 32;
+var MCP_MAX_VALUES = 4096;
+var MAX_BATCH = 8;
+var JsonRpcError = {
+  parse: -32700,
+  invalidRequest: -32600,
+  methodNotFound: -32601,
+  invalidParams: -32602,
+  internal: -32603,
+  /** Too many tool calls running and waiting: the caller should wait for an answer first. */
+  busy: -32e3
+};
+function createMcpEndpoint(opts) {
+  const refusals = noRefusals();
+  const sessions = /* @__PURE__ */ new Map();
+  const maxSessions = opts.sessions ?? 8;
+  const gate = new CallGate(opts.running ?? 2, opts.waiting ?? 4);
+  let calls = 0;
+  let closed = false;
+  const fail2 = (id, code2, message) => ({
+    jsonrpc: "2.0",
+    id,
+    error: { code: code2, message }
+  });
+  const answerError = (res, status, why, id, code2) => {
+    if (res.headersSent || res.destroyed) return;
+    res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(fail2(id, code2, why)));
+  };
+  const refuse = (res, status, why, id = null, code2) => {
+    recordRefusal(refusals, why);
+    answerError(res, status, why, id, code2 ?? JsonRpcError.invalidRequest);
+  };
+  const openSession = (asked) => {
+    const version = MCP_PROTOCOL_VERSIONS.find((v) => v === asked) ?? MCP_PROTOCOL_VERSIONS[0];
+    if (sessions.size >= maxSessions) {
+      const [oldest, old] = sessions.entries().next().value;
+      for (const c3 of old.inflight.values()) c3.abort();
+      sessions.delete(oldest);
+      recordRefusal(refusals, `a session over ${maxSessions} at once (the oldest ended)`);
+    }
+    const id = randomBytes3(16).toString("hex");
+    const session2 = { version, inflight: /* @__PURE__ */ new Map() };
+    sessions.set(id, session2);
+    return { id, session: session2 };
+  };
+  const callTool = async (session2, id, params, gone) => {
+    const p = isObject2(params) ? params : {};
+    if (typeof p.name !== "string" || p.name.length === 0 || p.name.length > 128) {
+      return fail2(id, JsonRpcError.invalidParams, "tools/call needs params.name, a tool name (tools/list)");
+    }
+    if (p.arguments !== void 0 && !isObject2(p.arguments)) {
+      return fail2(id, JsonRpcError.invalidParams, "tools/call params.arguments must be an object");
+    }
+    if (session2.inflight.has(id)) {
+      return fail2(id, JsonRpcError.invalidRequest, `request id ${JSON.stringify(id)} is already running`);
+    }
+    const abort = new AbortController();
+    const onGone = () => abort.abort();
+    gone.addEventListener("abort", onGone);
+    session2.inflight.set(id, abort);
+    try {
+      const entered = gate.enter(abort.signal);
+      if (entered === "full") {
+        const why = `${gate.running} tool calls are running and ${gate.waitingCount} waiting: wait for an answer before calling again`;
+        recordRefusal(refusals, `tools/call ${p.name.slice(0, 40)} (busy)`);
+        return fail2(id, JsonRpcError.busy, why);
+      }
+      if (!await entered) return fail2(id, JsonRpcError.internal, "the call was cancelled");
+      try {
+        const answer = await opts.tools.call(p.name, p.arguments ?? {}, abort.signal);
+        calls++;
+        return {
+          jsonrpc: "2.0",
+          id,
+          result: { content: [{ type: "text", text: answer.text }], isError: answer.isError }
+        };
+      } catch (e) {
+        return fail2(id, JsonRpcError.internal, `the tool failed: ${e.message ?? String(e)}`);
+      } finally {
+        gate.leave();
+      }
+    } finally {
+      gone.removeEventListener("abort", onGone);
+      session2.inflight.delete(id);
+    }
+  };
+  const dispatch = async (session2, m, gone) => {
+    if (!isObject2(m) || m.jsonrpc !== "2.0") {
+      return fail2(idOf(m), JsonRpcError.invalidRequest, "not a JSON-RPC 2.0 message");
+    }
+    if (typeof m.method !== "string") {
+      if ("result" in m || "error" in m) return void 0;
+      return fail2(idOf(m), JsonRpcError.invalidRequest, "a JSON-RPC request needs a method");
+    }
+    if (!("id" in m)) {
+      if (m.method === "notifications/cancelled" && isObject2(m.params)) {
+        const target = m.params.requestId;
+        if (typeof target === "string" || typeof target === "number") session2.inflight.get(target)?.abort();
+      }
+      return void 0;
+    }
+    const id = m.id;
+    if (typeof id !== "string" && typeof id !== "number") {
+      return fail2(null, JsonRpcError.invalidRequest, "a request id must be a string or a number");
+    }
+    switch (m.method) {
+      case "ping":
+        return { jsonrpc: "2.0", id, result: {} };
+      case "tools/list":
+        return { jsonrpc: "2.0", id, result: { tools: opts.tools.list() } };
+      case "tools/call":
+        return callTool(session2, id, m.params, gone);
+      case "initialize":
+        return fail2(
+          id,
+          JsonRpcError.invalidRequest,
+          "initialize opens a session: send it alone, without one"
+        );
+      default:
+        recordRefusal(refusals, `method ${m.method.slice(0, 60)}`);
+        return fail2(id, JsonRpcError.methodNotFound, `method not found: ${m.method.slice(0, 60)}`);
+    }
+  };
+  const post = (req, res, body) => {
+    const type = String(req.headers["content-type"] ?? "").split(";")[0].trim().toLowerCase();
+    if (type !== "application/json") {
+      return refuse(res, 415, "Content-Type must be application/json");
+    }
+    let message;
+    try {
+      message = JSON.parse(body.toString("utf8"));
+    } catch {
+      return refuse(res, 400, "the body is not JSON", null, JsonRpcError.parse);
+    }
+    const bounds = outOfBounds(message);
+    if (bounds) return refuse(res, 400, bounds);
+    if (isObject2(message) && message.method === "initialize") {
+      const params = isObject2(message.params) ? message.params : {};
+      const id = idOf(message);
+      if (id === null) return refuse(res, 400, "initialize needs a request id");
+      const { id: sessionId2, session: session3 } = openSession(params.protocolVersion);
+      const answer = {
+        jsonrpc: "2.0",
+        id,
+        result: {
+          protocolVersion: session3.version,
+          capabilities: { tools: { listChanged: false } },
+          serverInfo: { name: "hillclimb", version: opts.version ?? "0" },
+          instructions: "The harness runs these tools on a snapshot of your working tree. What they answer is advice for you, never evidence: the iteration is still judged on fresh measurements."
+        }
+      };
+      res.writeHead(200, { "content-type": "application/json", "mcp-session-id": sessionId2 });
+      res.end(JSON.stringify(answer));
+      return;
+    }
+    const asked = req.headers["mcp-protocol-version"];
+    if (asked !== void 0 && !MCP_PROTOCOL_VERSIONS.some((v) => v === asked)) {
+      const why = `unsupported MCP-Protocol-Version ${JSON.stringify(String(asked).slice(0, 20))}: initialize`;
+      return answerError(res, 400, why, idOf(message), JsonRpcError.invalidRequest);
+    }
+    const sessionId = req.headers["mcp-session-id"];
+    if (typeof sessionId !== "string")
+      return refuse(res, 400, "Mcp-Session-Id is required (initialize first)");
+    const session2 = sessions.get(sessionId);
+    if (!session2) return refuse(res, 404, "no such session (ended or never opened): initialize again");
+    const batch = Array.isArray(message);
+    if (batch && session2.version !== BATCH_REVISION) {
+      return refuse(res, 400, `JSON-RPC batches are not part of MCP ${session2.version}: send one message`);
+    }
+    const messages = batch ? message : [message];
+    if (messages.length === 0 || messages.length > MAX_BATCH) {
+      return refuse(res, 400, `a batch holds 1 to ${MAX_BATCH} messages`);
+    }
+    const gone = new AbortController();
+    res.on("close", () => {
+      if (!res.writableFinished) gone.abort();
+    });
+    Promise.all(messages.map((m) => dispatch(session2, m, gone.signal))).then(
+      (answers) => {
+        const sent = answers.filter((a2) => a2 !== void 0);
+        if (res.destroyed) return;
+        if (sent.length === 0) {
+          res.writeHead(202).end();
+          return;
+        }
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(JSON.stringify(batch ? sent : sent[0]));
+      },
+      () => res.destroy()
+      // dispatch does not reject; if it ever did, this request ends, the server stays
+    );
+  };
+  return {
+    refusals,
+    get calls() {
+      return calls;
+    },
+    handle(req, res) {
+      if (closed) return refuse(res, 503, "the tools endpoint has closed (the agent run is over)");
+      const origin = req.headers.origin;
+      if (origin !== void 0 && origin !== `http://${req.headers.host}`) {
+        req.resume();
+        return refuse(res, 403, `Origin ${JSON.stringify(origin.slice(0, 60))} is not the endpoint's`);
+      }
+      if (req.method === "DELETE") {
+        req.resume();
+        const id = req.headers["mcp-session-id"];
+        const session2 = typeof id === "string" ? sessions.get(id) : void 0;
+        if (!session2) return refuse(res, 404, "no such session");
+        for (const c3 of session2.inflight.values()) c3.abort();
+        sessions.delete(id);
+        res.writeHead(200).end();
+        return;
+      }
+      if (req.method !== "POST") {
+        req.resume();
+        if (req.method !== "GET") recordRefusal(refusals, `${req.method} (not an MCP method of HTTP)`);
+        res.writeHead(405, { allow: "POST, DELETE" }).end();
+        return;
+      }
+      readCapped(req, MCP_MAX_BODY_BYTES).then(
+        (body) => {
+          if (body === "over") {
+            res.on("finish", () => req.socket.destroy());
+            res.setHeader("connection", "close");
+            refuse(res, 413, `a body over ${MCP_MAX_BODY_BYTES} bytes`);
+            return;
+          }
+          post(req, res, body);
+        },
+        () => res.destroy()
+      );
+    },
+    close() {
+      closed = true;
+      for (const s of sessions.values()) for (const c3 of s.inflight.values()) c3.abort();
+      sessions.clear();
+    }
+  };
+}
+var CallGate = class {
+  constructor(maxRunning, maxWaiting) {
+    this.maxRunning = maxRunning;
+    this.maxWaiting = maxWaiting;
+  }
+  maxRunning;
+  maxWaiting;
+  running = 0;
+  line = [];
+  get waitingCount() {
+    return this.line.length;
+  }
+  /** `full` at once, or a promise: true once it may run (call leave() after), false if aborted first. */
+  enter(signal) {
+    if (this.running < this.maxRunning) {
+      this.running++;
+      return Promise.resolve(true);
+    }
+    if (this.line.length >= this.maxWaiting) return "full";
+    return new Promise((resolve17) => {
+      const turn = () => {
+        signal.removeEventListener("abort", quit);
+        this.running++;
+        resolve17(true);
+      };
+      const quit = () => {
+        const i2 = this.line.indexOf(turn);
+        if (i2 !== -1) this.line.splice(i2, 1);
+        resolve17(false);
+      };
+      if (signal.aborted) return resolve17(false);
+      signal.addEventListener("abort", quit, { once: true });
+      this.line.push(turn);
+    });
+  }
+  leave() {
+    this.running--;
+    this.line.shift()?.();
+  }
+};
+function outOfBounds(value2) {
+  const stack = [[value2, 1]];
+  let values = 0;
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop();
+    if (++values > MCP_MAX_VALUES) return `a message of more than ${MCP_MAX_VALUES} JSON values`;
+    if (v === null || typeof v !== "object") continue;
+    if (depth > MCP_MAX_DEPTH) return `a message nested deeper than ${MCP_MAX_DEPTH}`;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, depth + 1]);
+  }
+  return void 0;
+}
+function isObject2(v) {
+  return v !== null && typeof v === "object" && !Array.isArray(v);
+}
+function idOf(m) {
+  const id = isObject2(m) ? m.id : void 0;
+  return typeof id === "string" || typeof id === "number" ? id : null;
+}
+function readCapped(req, max) {
+  return new Promise((resolve17, reject) => {
+    const chunks = [];
+    let size = 0;
+    const onData = (c3) => {
+      size += c3.length;
+      if (size <= max) return void chunks.push(c3);
+      chunks.length = 0;
+      req.off("data", onData);
+      req.pause();
+      resolve17("over");
+    };
+    req.on("data", onData);
+    req.on("end", () => resolve17(size > max ? "over" : Buffer.concat(chunks)));
+    req.on("error", reject);
+  });
+}
 
 // src/agent/model-request.ts
 var IDENTITY = /* @__PURE__ */ new Set(["", "identity"]);
@@ -83174,17 +83515,12 @@ var WebSocketMessages = class {
 
 // src/agent/key-proxy.ts
 var PLACEHOLDER_KEY = "hillclimb-proxy-holds-the-key";
-var REFUSAL_SAMPLE = 20;
-var REFUSAL_CHARS = 160;
+var TOOLS_PATH = "/hillclimb/mcp";
 var MAX_BODY_BYTES = 32 << 20;
 var MAX_CONNECTIONS = 256;
 var BUFFERED_BYTES = 256 << 20;
 var HANDSHAKE_HELD_BYTES = 64 << 10;
 var TIMEOUTS = { headersMs: 2e4, requestMs: 12e4 };
-function refusalText(r) {
-  const more = r.count > r.sample.length ? `, \u2026 (${r.count} in all)` : "";
-  return `${r.count} request(s): ${r.sample.join(", ")}${more}`;
-}
 function withUpstreamNamed(text3, proxy) {
   const upstream = new URL(proxy.upstream);
   const origin = upstream.origin;
@@ -83205,13 +83541,11 @@ async function startKeyProxy(opts) {
   const upstream = new URL(opts.upstream);
   const tls = upstream.protocol === "https:";
   const port = Number(upstream.port) || (tls ? 443 : 80);
-  const token = randomBytes3(16).toString("hex");
-  const refusals = { count: 0, sample: [] };
+  const token = randomBytes4(16).toString("hex");
+  const refusals = noRefusals();
   let local = 0;
-  const refuse = (why) => {
-    refusals.count++;
-    if (refusals.sample.length < REFUSAL_SAMPLE) refusals.sample.push(why.slice(0, REFUSAL_CHARS));
-  };
+  const refuse = (why) => recordRefusal(refusals, why);
+  const tools = opts.tools ? createMcpEndpoint({ tools: opts.tools }) : void 0;
   const route = (req) => {
     const u2 = new URL(req.url ?? "/", "http://x");
     const host = (req.headers.host ?? "").toLowerCase();
@@ -83223,6 +83557,9 @@ async function startKeyProxy(opts) {
       return { refused: `${req.method} ${u2.pathname} (without the run's token)` };
     }
     const path6 = u2.pathname.slice(prefix.length) || "/";
+    if (path6 === TOOLS_PATH) {
+      return tools ? { tools } : { refused: `${req.method} ${path6} (no tools in this run)` };
+    }
     if (!opts.allow.some((a2) => a2.method === req.method && a2.path === path6)) {
       return { refused: `${req.method} ${path6}` };
     }
@@ -83263,6 +83600,7 @@ async function startKeyProxy(opts) {
         req.resume();
         return;
       }
+      if ("tools" in r) return r.tools.handle(req, res);
       readBody(req, MAX_BODY_BYTES, budget).then((body) => {
         if (body === "over") {
           refuse(`${req.method} ${r.path} (a body over ${MAX_BODY_BYTES} bytes)`);
@@ -83310,8 +83648,10 @@ async function startKeyProxy(opts) {
     sockets.add(client);
     client.on("close", () => sockets.delete(client));
     const r = route(req);
-    if ("refused" in r || req.headers.upgrade?.toLowerCase() !== "websocket") {
-      refuse("refused" in r ? r.refused : `${req.method} ${r.path} (an upgrade to ${req.headers.upgrade})`);
+    if ("refused" in r || "tools" in r || req.headers.upgrade?.toLowerCase() !== "websocket") {
+      refuse(
+        "refused" in r ? r.refused : "tools" in r ? `${req.method} ${TOOLS_PATH} (an upgrade)` : `${req.method} ${r.path} (an upgrade to ${req.headers.upgrade})`
+      );
       client.end("HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
       return;
     }
@@ -83413,7 +83753,9 @@ ${lines.join("\r\n")}\r
     port: local,
     socket,
     refusals,
+    ...tools ? { toolsUrl: `http://127.0.0.1:${local}/${token}${TOOLS_PATH}`, tools } : {},
     async close() {
+      tools?.close();
       for (const s of sockets) s.destroy();
       await Promise.all([
         new Promise((resolve17) => server.close(() => resolve17())),
@@ -83512,6 +83854,16 @@ function stripHop(headers) {
     if (v !== void 0 && !HOP_HEADERS.includes(k)) out[k] = v;
   }
   return out;
+}
+var NO_UPSTREAM = "http://127.0.0.1:9";
+function startToolsProxy(tools, opts = {}) {
+  return startKeyProxy({
+    upstream: NO_UPSTREAM,
+    allow: [],
+    credential: { header: "authorization", value: "" },
+    tools,
+    ...opts
+  });
 }
 
 // src/agent/launch.ts
@@ -83821,6 +84173,7 @@ async function launchAgent(request2, launch) {
           ...programReadPaths(binary),
           ...nodeReadPaths(),
           ...argumentFiles(launch.args, writable2),
+          ...launch.readOnly ?? [],
           ...sandbox.readOnly
         ],
         writable: writable2,
@@ -83895,6 +84248,24 @@ function tokenLikeStrings(text3) {
   } catch {
   }
   return out;
+}
+
+// src/agent/mcp-config.ts
+var MCP_SERVER_NAME = "hillclimb";
+function toolTimeoutSeconds(request2) {
+  return Math.max(60, Math.ceil(request2.timeoutMs / 1e3));
+}
+function toolsUrlFor(agent, request2, proxy, logger, why) {
+  if (!request2.tools) return void 0;
+  if (proxy?.toolsUrl) return proxy.toolsUrl;
+  logger.warn(`${agent}: no tools for this run (check, screen, profile, ledger): ${why}`);
+  return void 0;
+}
+function warnToolRefusals(agent, proxy, logger) {
+  const refusals = proxy?.tools?.refusals;
+  if (refusals && refusals.count > 0) {
+    logger.warn(`${agent}: the tools endpoint refused ${refusalText(refusals)}`);
+  }
 }
 
 // src/agent/outcome.ts
@@ -84037,15 +84408,29 @@ var ClaudeAgent = class {
       allow: claudeEndpoints(upstream),
       // In the sandbox the agent reaches it through its socket only: no port for anyone else.
       loopback: !request2.isolation?.sandbox,
-      credential: { header: "x-api-key", value: apiKey }
+      credential: { header: "x-api-key", value: apiKey },
+      tools: request2.tools
     }) : void 0;
+    const toolsUrl = toolsUrlFor(
+      this.name,
+      request2,
+      proxy,
+      this.opts.logger,
+      "the harness serves them on its key proxy, which runs only when it holds the API key (set ANTHROPIC_API_KEY; an OAuth token keeps the agent on its own login)"
+    );
+    const configDir = toolsUrl ? mkdtempSync9(join33(tmpdir9(), "hc-claude-mcp-")) : void 0;
     try {
-      return await this.runWith(request2, proxy);
+      const tools = toolsUrl && configDir && request2.tools ? {
+        configFile: writeMcpConfig(configDir, toolsUrl),
+        names: request2.tools.list().map((t) => claudeToolName(t.name))
+      } : void 0;
+      return await this.runWith(request2, proxy, tools);
     } finally {
       await proxy?.close();
+      if (configDir) rmSync21(configDir, { recursive: true, force: true });
     }
   }
-  async runWith(request2, proxy) {
+  async runWith(request2, proxy, tools) {
     prepareResultFile(request2.resultFile);
     const args = claudeArgs({
       model: this.opts.model,
@@ -84053,6 +84438,7 @@ var ClaudeAgent = class {
       // The prompt's test command names the project's interpreter by its absolute path.
       allowedTools: request2.interpreter ? [...this.opts.allowedTools, `Bash(${request2.interpreter}:*)`] : this.opts.allowedTools,
       resultDir: outsideOf(request2.workdir, dirname18(request2.resultFile)),
+      tools,
       extraArgs: this.opts.extraArgs
     });
     const proc = await launchAgent(request2, {
@@ -84062,7 +84448,14 @@ var ClaudeAgent = class {
       modelKeys: CLAUDE_MODEL_KEYS,
       adapterNames: CLAUDE_SETTINGS,
       passEnv: this.opts.passEnv,
-      extraEnv: { ...CLAUDE_QUIET_ENV, ...proxy ? { ANTHROPIC_BASE_URL: proxy.url } : {} },
+      extraEnv: {
+        ...CLAUDE_QUIET_ENV,
+        ...proxy ? { ANTHROPIC_BASE_URL: proxy.url } : {},
+        // How long one tool call may take (ms): a `screen` waits behind the loop's accelerator work.
+        ...tools ? { MCP_TOOL_TIMEOUT: String(toolTimeoutSeconds(request2) * 1e3) } : {},
+        // The few tools in the model's tool list from the start, not behind a search it must think of.
+        ...tools ? { ENABLE_TOOL_SEARCH: "false" } : {}
+      },
       keyProxy: proxy,
       apiFailure: claudeApiFailure,
       configDir: { env: "CLAUDE_CONFIG_DIR", defaultInHome: ".claude" },
@@ -84086,6 +84479,7 @@ var ClaudeAgent = class {
     if (proxy && proxy.refusals.count > 0) {
       this.opts.logger.warn(`claude: the key proxy refused ${refusalText(proxy.refusals)}`);
     }
+    warnToolRefusals(this.name, proxy, this.opts.logger);
     return toOutcome(proc, request2.logFile, result, problem);
   }
 };
@@ -84105,15 +84499,27 @@ function claudeEndpoints(base) {
     { method: "HEAD", path: `${prefix}/api/hello` }
   ];
 }
+function claudeToolName(tool) {
+  return `mcp__${MCP_SERVER_NAME}__${tool}`;
+}
+function writeMcpConfig(dir, url) {
+  const file = join33(dir, "mcp.json");
+  const config = { mcpServers: { [MCP_SERVER_NAME]: { type: "http", url } } };
+  writeFileSync10(file, `${JSON.stringify(config, null, 2)}
+`, { mode: 384 });
+  return file;
+}
 function claudeArgs(i2) {
   const user = i2.extraArgs;
   const has = (...flags) => user.some((a2) => flags.some((f) => a2 === f || a2.startsWith(`${f}=`)));
   const args = ["-p", "--verbose", "--output-format", "stream-json"];
   if (!has("--permission-mode", "--dangerously-skip-permissions"))
     args.push("--permission-mode", "acceptEdits");
-  if (i2.allowedTools.length > 0 && !has("--allowedTools", "--allowed-tools")) {
-    args.push("--allowedTools", i2.allowedTools.join(","));
+  const allowed = [...i2.allowedTools, ...i2.tools?.names ?? []];
+  if (allowed.length > 0 && !has("--allowedTools", "--allowed-tools")) {
+    args.push("--allowedTools", allowed.join(","));
   }
+  if (i2.tools) args.push("--mcp-config", i2.tools.configFile, "--strict-mcp-config");
   if (i2.model !== void 0 && !has("--model")) args.push("--model", i2.model);
   if (i2.maxTurns !== void 0 && !has("--max-turns")) args.push("--max-turns", String(i2.maxTurns));
   if (i2.resultDir !== void 0) args.push("--add-dir", i2.resultDir);
@@ -84201,9 +84607,9 @@ function finalResult(stdout) {
 }
 
 // src/agent/agents/codex.ts
-import { existsSync as existsSync21, mkdirSync as mkdirSync21, mkdtempSync as mkdtempSync9, readFileSync as readFileSync25, rmSync as rmSync21, writeFileSync as writeFileSync10 } from "node:fs";
-import { tmpdir as tmpdir9 } from "node:os";
-import { dirname as dirname19, join as join33 } from "node:path";
+import { existsSync as existsSync21, mkdirSync as mkdirSync21, mkdtempSync as mkdtempSync10, readFileSync as readFileSync25, rmSync as rmSync22, writeFileSync as writeFileSync11 } from "node:fs";
+import { tmpdir as tmpdir10 } from "node:os";
+import { dirname as dirname19, join as join34 } from "node:path";
 var CODEX_MODEL_KEYS = ["CODEX_API_KEY", "OPENAI_API_KEY"];
 var CODEX_SETTINGS = ["CODEX_HOME"];
 var CODEX_SANDBOX_NOTE = `
@@ -84263,15 +84669,15 @@ var CodexAgent = class {
   async run(request2) {
     prepareResultFile(request2.resultFile);
     const lastMessageFile = `${request2.logFile.replace(/\.log$/, "")}.last-message.txt`;
-    rmSync21(lastMessageFile, { force: true });
+    rmSync22(lastMessageFile, { force: true });
     const resultDir = outsideOf(request2.workdir, dirname19(request2.resultFile));
-    const scratch = mkdtempSync9(join33(resultDir ?? tmpdir9(), resultDir ? ".codex-" : "hc-codex-"));
+    const scratch = mkdtempSync10(join34(resultDir ?? tmpdir10(), resultDir ? ".codex-" : "hc-codex-"));
     let proxy;
     try {
-      const schemaFile = join33(scratch, "result.schema.json");
-      writeFileSync10(schemaFile, `${JSON.stringify(RESULT_JSON_SCHEMA, null, 2)}
+      const schemaFile = join34(scratch, "result.schema.json");
+      writeFileSync11(schemaFile, `${JSON.stringify(RESULT_JSON_SCHEMA, null, 2)}
 `);
-      const agentTmp = join33(scratch, "tmp");
+      const agentTmp = join34(scratch, "tmp");
       mkdirSync21(agentTmp);
       const source = { ...this.opts.sourceEnv ?? process.env, ...request2.env };
       const { apiKey, baseUrl: baseUrl2, url } = codexCredentials(source);
@@ -84280,8 +84686,16 @@ var CodexAgent = class {
         allow: codexEndpoints(url),
         // In the sandbox the agent reaches it through its socket only: no port for anyone else.
         loopback: !request2.isolation?.sandbox,
-        credential: { header: "authorization", value: `Bearer ${apiKey}` }
+        credential: { header: "authorization", value: `Bearer ${apiKey}` },
+        tools: request2.tools
       }) : void 0;
+      const toolsUrl = toolsUrlFor(
+        this.name,
+        request2,
+        proxy,
+        this.opts.logger,
+        "the harness serves them on its key proxy, which runs only when it holds the API key (set OPENAI_API_KEY or CODEX_API_KEY; a `codex login` keeps the agent on its own login)"
+      );
       const args = codexArgs({
         insideHarnessSandbox: Boolean(request2.isolation?.sandbox),
         workdir: request2.workdir,
@@ -84291,6 +84705,7 @@ var CodexAgent = class {
         baseUrl: proxy?.url ?? baseUrl2,
         model: this.opts.model,
         reasoningEffort: this.opts.reasoningEffort,
+        tools: toolsUrl ? { url: toolsUrl, timeoutSec: toolTimeoutSeconds(request2) } : void 0,
         extraArgs: this.opts.extraArgs
       });
       const proc = await launchAgent(request2, {
@@ -84332,10 +84747,11 @@ var CodexAgent = class {
       if (proxy && proxy.refusals.count > 0) {
         this.opts.logger.warn(`codex: the key proxy refused ${refusalText(proxy.refusals)}`);
       }
+      warnToolRefusals(this.name, proxy, this.opts.logger);
       return toOutcome(proc, request2.logFile, result, problem);
     } finally {
       await proxy?.close();
-      rmSync21(scratch, { recursive: true, force: true });
+      rmSync22(scratch, { recursive: true, force: true });
     }
   }
 };
@@ -84359,8 +84775,18 @@ function codexArgs(i2) {
   if (i2.model !== void 0 && !has("-m", "--model")) args.push("-m", i2.model);
   if (i2.reasoningEffort !== void 0) args.push("-c", `model_reasoning_effort="${i2.reasoningEffort}"`);
   if (i2.resultDir !== void 0) args.push("--add-dir", i2.resultDir);
+  if (i2.tools) args.push(...toolsConfig(i2.tools));
   args.push(...user, "-");
   return args;
+}
+function toolsConfig(tools) {
+  const key = `mcp_servers.${MCP_SERVER_NAME}`;
+  return [
+    `${key}.url=${JSON.stringify(tools.url)}`,
+    `${key}.default_tools_approval_mode="approve"`,
+    `${key}.tool_timeout_sec=${tools.timeoutSec}`,
+    `${key}.required=true`
+  ].flatMap((c3) => ["-c", c3]);
 }
 function errorMessages(stdout) {
   const messages = [];
@@ -84421,12 +84847,12 @@ import {
   readdirSync as readdirSync14,
   readFileSync as readFileSync26,
   statSync as statSync12,
-  writeFileSync as writeFileSync11
+  writeFileSync as writeFileSync12
 } from "node:fs";
-import { basename as basename7, dirname as dirname20, join as join34 } from "node:path";
+import { basename as basename7, dirname as dirname20, join as join35 } from "node:path";
 function replayDirFor(dir, target) {
   if (target === void 0) return dir;
-  const own = join34(dir, target);
+  const own = join35(dir, target);
   return existsSync22(own) && statSync12(own).isDirectory() ? own : dir;
 }
 var PATCH_NAME = /^(\d{4})-.+\.patch$/;
@@ -84442,11 +84868,11 @@ function listReplayPatches(dir) {
   const companions = /* @__PURE__ */ new Map();
   for (const n2 of names) {
     const m = COMPANION_NAME.exec(n2);
-    if (m && !companions.has(m[1])) companions.set(m[1], join34(dir, n2));
+    if (m && !companions.has(m[1])) companions.set(m[1], join35(dir, n2));
   }
   return names.filter((n2) => PATCH_NAME.test(n2)).map((n2) => {
     const companion = companions.get(PATCH_NAME.exec(n2)[1]);
-    return { patch: join34(dir, n2), ...companion ? { companion } : {} };
+    return { patch: join35(dir, n2), ...companion ? { companion } : {} };
   });
 }
 var ReplayAgent = class {
@@ -84468,8 +84894,8 @@ var ReplayAgent = class {
     if (!patch) return void 0;
     const companion = names.find((n2) => n2.startsWith(prefix) && n2.endsWith(".json"));
     return {
-      patch: join34(this.opts.dir, patch),
-      ...companion ? { companion: join34(this.opts.dir, companion) } : {}
+      patch: join35(this.opts.dir, patch),
+      ...companion ? { companion: join35(this.opts.dir, companion) } : {}
     };
   }
   async run(request2) {
@@ -84520,7 +84946,7 @@ var ReplayAgent = class {
       );
       return done("failed", 1);
     }
-    if (entry.companion) writeFileSync11(request2.resultFile, readFileSync26(entry.companion));
+    if (entry.companion) writeFileSync12(request2.resultFile, readFileSync26(entry.companion));
     else writeResult(request2.resultFile, described.result);
     return done("finished", 0);
   }
@@ -84573,7 +84999,7 @@ Replay-Patch: ${fileName}
 `;
 }
 function writeResult(file, result) {
-  writeFileSync11(file, `${JSON.stringify(result, null, 2)}
+  writeFileSync12(file, `${JSON.stringify(result, null, 2)}
 `);
 }
 function cap(s) {
@@ -84584,7 +85010,9 @@ function cap(s) {
 import { isAbsolute as isAbsolute8, resolve as resolve14 } from "node:path";
 
 // src/agent/agents/command.ts
+import { join as join36 } from "node:path";
 var COMMAND_INFRA_EXIT_CODE = 75;
+var TOOLS_CLIENT = "hillclimb-tool.mjs";
 var CommandAgent = class {
   constructor(opts) {
     this.opts = opts;
@@ -84594,7 +85022,18 @@ var CommandAgent = class {
   name = "command";
   async run(request2) {
     prepareResultFile(request2.resultFile);
+    const network = this.opts.network ?? "none";
+    const sandboxed = Boolean(request2.isolation?.sandbox);
+    const proxy = request2.tools ? await startToolsProxy(request2.tools, { loopback: !sandboxed || network === "host" }) : void 0;
+    try {
+      return await this.runWith(request2, network, proxy);
+    } finally {
+      await proxy?.close();
+    }
+  }
+  async runWith(request2, network, proxy) {
     const [program, ...args] = this.opts.command;
+    const client = join36(packageRoot(), "bin", TOOLS_CLIENT);
     const proc = await launchAgent(request2, {
       agent: this.name,
       command: program,
@@ -84604,12 +85043,17 @@ var CommandAgent = class {
       extraEnv: {
         HILLCLIMB_RESULT_FILE: request2.resultFile,
         HILLCLIMB_WORKDIR: request2.workdir,
-        HILLCLIMB_ITERATION: String(request2.iteration)
+        HILLCLIMB_ITERATION: String(request2.iteration),
+        ...proxy?.toolsUrl ? { HILLCLIMB_TOOLS_URL: proxy.toolsUrl, HILLCLIMB_TOOLS_CLIENT: client } : {}
       },
       infraExitCodes: [COMMAND_INFRA_EXIT_CODE],
-      network: this.opts.network ?? "none",
+      network,
+      // Without a network of its own, the tools proxy's forward is the one way out it gets.
+      ...proxy && network === "none" ? { keyProxy: proxy } : {},
+      ...proxy ? { readOnly: [client] } : {},
       logger: this.opts.logger
     });
+    warnToolRefusals(this.name, proxy, this.opts.logger);
     const { result, problem } = readAgentResult(request2.resultFile);
     return toOutcome(proc, request2.logFile, result, problem);
   }
@@ -84821,7 +85265,7 @@ var decideStep = {
 };
 
 // src/loop/steps/guard.ts
-import { join as join35 } from "node:path";
+import { join as join37 } from "node:path";
 var guardStep = {
   name: "guard",
   evaluation: true,
@@ -84903,7 +85347,7 @@ function personsChange(ctx, ev) {
 var NOVELTY_REFUSAL = "novelty check: a repeat of iteration ";
 function sameChangeInSearch(runDir, ev, change2) {
   for (let index = 1; index < (ev.slot?.index ?? 1); index++) {
-    const sibling = new Bundle(join35(runDir, iterationDirName({ iteration: ev.iteration, slot: { index } })));
+    const sibling = new Bundle(join37(runDir, iterationDirName({ iteration: ev.iteration, slot: { index } })));
     if (sibling.exists() && sibling.load().guard?.change === change2) return index;
   }
   return void 0;
@@ -84922,8 +85366,8 @@ function repeatReason(row) {
 }
 
 // src/loop/steps/measure.ts
-import { cpSync as cpSync3, existsSync as existsSync23, rmSync as rmSync22 } from "node:fs";
-import { join as join36 } from "node:path";
+import { cpSync as cpSync3, existsSync as existsSync23, rmSync as rmSync23 } from "node:fs";
+import { join as join38 } from "node:path";
 function metricUnit(path6) {
   if (path6.endsWith("_ms")) return "ms";
   if (path6.endsWith("mfu")) return "MFU";
@@ -85051,7 +85495,7 @@ async function armPrograms(env, platform3) {
   const gated = gate?.verifier?.passed === true && gate.verifier.platform === platform3;
   const plan = await requestPlan(ctx, ev, { backend: ctx.backend, harness: ev.base.commit, platform: platform3 });
   const B = bundlePrograms(bundle, "B", platform3);
-  if (!gated || !existsSync23(join36(B, "manifest.json"))) {
+  if (!gated || !existsSync23(join38(B, "manifest.json"))) {
     const exported = await exportPrograms(ctx, ev, {
       backend: ctx.backend,
       commit: candidate.commit,
@@ -85074,7 +85518,7 @@ async function armPrograms(env, platform3) {
   }
   const A = await championPrograms(ctx, ev, ev.base.commit, plan);
   const inBundle = bundlePrograms(bundle, "A", platform3);
-  rmSync22(inBundle, { recursive: true, force: true });
+  rmSync23(inBundle, { recursive: true, force: true });
   cpSync3(A.dir, inBundle, { recursive: true });
   ev.championPrograms = { ...ev.championPrograms, [platform3]: A.source };
   return { A: inBundle, B, ...gated ? { verifiedByGate: gate.verifier.programs } : {} };
@@ -85293,7 +85737,7 @@ async function comparability(bundle, runs) {
 
 // src/loop/steps/prepare.ts
 import { existsSync as existsSync26, readFileSync as readFileSync28 } from "node:fs";
-import { join as join39, resolve as resolve15 } from "node:path";
+import { join as join41, resolve as resolve15 } from "node:path";
 
 // src/loop/steps/log-file.ts
 function recentLogEntries(text3, n2) {
@@ -85307,8 +85751,8 @@ function recentLogEntries(text3, n2) {
 
 // src/loop/steps/profile.ts
 import { createHash as createHash11 } from "node:crypto";
-import { existsSync as existsSync24, mkdirSync as mkdirSync23, rmSync as rmSync23 } from "node:fs";
-import { join as join37 } from "node:path";
+import { existsSync as existsSync24, mkdirSync as mkdirSync23, rmSync as rmSync24 } from "node:fs";
+import { join as join39 } from "node:path";
 var profileStep = {
   name: "profile",
   evaluation: true,
@@ -85324,7 +85768,7 @@ var profileStep = {
       const traceDir = bundle.path(BundleFiles.profileDir);
       const platform3 = ctx.backend.info().platform;
       const programs = bundlePrograms(bundle, "B", platform3);
-      if (!existsSync24(join37(programs, "manifest.json"))) {
+      if (!existsSync24(join39(programs, "manifest.json"))) {
         throw new Error(
           `the candidate has no exported programs for ${platform3} (the measurement did not run)`
         );
@@ -85381,7 +85825,7 @@ function measuredAgreement(ev, summary2, championSummary) {
 }
 async function profileCommit(ctx, ev, o2) {
   const profile2 = ctx.target.profile;
-  rmSync23(o2.traceDir, { recursive: true, force: true });
+  rmSync24(o2.traceDir, { recursive: true, force: true });
   mkdirSync23(o2.traceDir, { recursive: true });
   let run2;
   try {
@@ -85428,15 +85872,15 @@ function storedProfileKey(ctx, commit2) {
 }
 function cacheDir(ctx, commit2) {
   const key = createHash11("sha256").update(JSON.stringify([commit2, ctx.target.programs, ctx.target.profile, ctx.backend.info().description])).digest("hex").slice(0, 20);
-  return join37(ctx.stateDir, "cache", "profiles", key);
+  return join39(ctx.stateDir, "cache", "profiles", key);
 }
 async function knownProfileSummary(ctx, commit2) {
-  const local = join37(cacheDir(ctx, commit2), "summary.json");
+  const local = join39(cacheDir(ctx, commit2), "summary.json");
   if (existsSync24(local)) return current(readJson(local));
   const key = storedProfileKey(ctx, commit2);
   try {
     if (!(await ctx.store.list(`profiles/${ctx.target.name}/`)).includes(key)) return void 0;
-    const copy = join37(ctx.stateDir, "cache", "stored-profiles", `${commit2}.json`);
+    const copy = join39(ctx.stateDir, "cache", "stored-profiles", `${commit2}.json`);
     await ctx.store.get(key, copy);
     return current(readJson(copy));
   } catch (e) {
@@ -85456,8 +85900,8 @@ async function shareProfileSummary(ctx, commit2, summaryFile) {
 }
 async function championProfile(ctx, commit2) {
   const dir = cacheDir(ctx, commit2);
-  const summaryFile = join37(dir, "summary.json");
-  const traceDir = join37(dir, "trace");
+  const summaryFile = join39(dir, "summary.json");
+  const traceDir = join39(dir, "trace");
   const cachedSummary = existsSync24(summaryFile) ? current(readJson(summaryFile)) : void 0;
   if (cachedSummary !== void 0) return { traceDir, summary: cachedSummary, cached: true };
   const stored = await knownProfileSummary(ctx, commit2);
@@ -85470,9 +85914,9 @@ async function championProfile(ctx, commit2) {
     harness: commit2,
     programs: (await championPrograms(ctx, where2, commit2, plan)).dir,
     traceDir,
-    metrics: join37(dir, "metrics.json"),
-    log: join37(dir, "profile.log"),
-    session: join37(dir, "session.json"),
+    metrics: join39(dir, "metrics.json"),
+    log: join39(dir, "profile.log"),
+    session: join39(dir, "session.json"),
     name: `profile-${commit2.slice(0, 12)}`
   });
   writeJsonAtomic(summaryFile, summary2);
@@ -85482,7 +85926,7 @@ async function championProfile(ctx, commit2) {
 
 // src/loop/steps/prompt.ts
 import { existsSync as existsSync25, readdirSync as readdirSync15, readFileSync as readFileSync27 } from "node:fs";
-import { join as join38 } from "node:path";
+import { join as join40 } from "node:path";
 var PLACEHOLDER = /\{\{\s*([a-z_]+)\s*\}\}/g;
 function renderPrompt(template, vars, templateFile = "prompt template") {
   const used = /* @__PURE__ */ new Set();
@@ -85516,8 +85960,8 @@ function loadDirectives(dir, names) {
         hint: `known presets: ${known.join(", ") || "(none)"}`
       });
     }
-    const text3 = readFileSync27(join38(dir, `${name}.md`), "utf8").trim();
-    if (text3 === "") throw new HillclimbError(`directive preset ${join38(dir, `${name}.md`)} is empty`);
+    const text3 = readFileSync27(join40(dir, `${name}.md`), "utf8").trim();
+    if (text3 === "") throw new HillclimbError(`directive preset ${join40(dir, `${name}.md`)} is empty`);
     return `### Directive ${i2 + 1}: ${name}
 
 ${text3}`;
@@ -85607,7 +86051,7 @@ var prepareStep = {
       hotspots,
       recent_log: await recentLogText(ctx, ev.base.commit),
       cpu_test_command: agentTestCommand(ctx, ev),
-      result_file: join39(agentOutputPath(ctx, ev), AGENT_RESULT_NAME),
+      result_file: join41(agentOutputPath(ctx, ev), AGENT_RESULT_NAME),
       directives: loadDirectives(resolve15(ctx.root, ctx.config.paths.directives_dir), [
         ...ctx.config.agent.directives,
         ...slotDirectives(ctx, ev.slot)
@@ -85653,7 +86097,7 @@ function toolsNote(ctx, slot) {
     "- `check`: exports your programs for the CPU and verifies them against the reference, as the CPU",
     "  gate will (tens of seconds). Call it before you commit: a commit that fails verification ends the",
     "  iteration `invalid`.",
-    `- \`screen\`: a short paired timing of your tree against the champion on ${ctx.backend.info().description}:`,
+    `- \`screen\`: a short paired timing of your tree against the champion on ${ctx.toolsBackend.info().description}:`,
     "  an estimate, its interval and the noise. Advisory: the verdict is measured again on fresh rounds.",
     "- `profile`: where your tree's time goes, diffed against the champion's profile.",
     "- `ledger`: what earlier iterations tried and how each ended.",
@@ -85675,10 +86119,10 @@ function agentTestCommand(ctx, key) {
   const argv = fillCommand(ctx.target.correctness.cpu.command, {
     python: venvPython(ctx.root),
     root: agentRepoPath(ctx, key),
-    junit: join39(out, "junit.xml"),
-    metrics: join39(out, "metrics.json"),
-    trace: join39(out, "trace"),
-    cache: join39(out, "cache")
+    junit: join41(out, "junit.xml"),
+    metrics: join41(out, "metrics.json"),
+    trace: join41(out, "trace"),
+    cache: join41(out, "cache")
   });
   return displayCommand(argv[0], argv.slice(1));
 }
@@ -85718,7 +86162,7 @@ async function championHotspots(ctx, champion) {
   }
 }
 async function recentLogText(ctx, base) {
-  const runLog = join39(ctx.runDir, "hillclimb-log.md");
+  const runLog = join41(ctx.runDir, "hillclimb-log.md");
   const n2 = ctx.config.loop.log_entries_in_prompt;
   let entries = n2 > 0 && existsSync26(runLog) ? recentLogEntries(readFileSync28(runLog, "utf8"), n2) : [];
   if (entries.length < n2) {
@@ -85729,12 +86173,12 @@ async function recentLogText(ctx, base) {
 }
 
 // src/loop/steps/propose.ts
-import { existsSync as existsSync28, mkdirSync as mkdirSync25, readFileSync as readFileSync29, rmSync as rmSync25 } from "node:fs";
-import { delimiter as delimiter2, dirname as dirname21, join as join41 } from "node:path";
+import { existsSync as existsSync28, mkdirSync as mkdirSync25, readFileSync as readFileSync29, rmSync as rmSync26 } from "node:fs";
+import { delimiter as delimiter2, dirname as dirname21, join as join43 } from "node:path";
 
 // src/loop/steps/agent-tools.ts
-import { existsSync as existsSync27, mkdirSync as mkdirSync24, rmSync as rmSync24 } from "node:fs";
-import { join as join40 } from "node:path";
+import { existsSync as existsSync27, mkdirSync as mkdirSync24, rmSync as rmSync25 } from "node:fs";
+import { join as join42 } from "node:path";
 var ANSWER_CHARS = 2e3;
 var WAITING_CALLS = 4;
 var REFUSED_SAMPLE = 10;
@@ -85878,15 +86322,15 @@ async function runTool(env, repo, draw, tool, args) {
   return { ...found, tree: snap.tree };
 }
 function toolsDir(env, n2) {
-  const dir = env.bundle.path(join40("tools", String(n2).padStart(3, "0")));
-  rmSync24(dir, { recursive: true, force: true });
+  const dir = env.bundle.path(join42("tools", String(n2).padStart(3, "0")));
+  rmSync25(dir, { recursive: true, force: true });
   mkdirSync24(dir, { recursive: true });
   return dir;
 }
 async function snapshot({ ctx, ev }, repo) {
   const base = ev.base.commit;
   return oneAtATime(async () => {
-    const wt = await worktreeAt(ctx, join40(ctx.runDir, "worktrees", `tools-${iterationDirName(ev)}`), base);
+    const wt = await worktreeAt(ctx, join42(ctx.runDir, "worktrees", `tools-${iterationDirName(ev)}`), base);
     try {
       const taken = snapshotTree(repo, wt.root);
       if (taken.refused.length > 0) {
@@ -85909,13 +86353,13 @@ async function exportTree2(env, draw, commit2, platform3, backend) {
   const { ctx, ev } = env;
   const plan = await requestPlan(ctx, draw, { backend, harness: ev.base.commit, platform: platform3 });
   const work = toolsDir(env, (ev.tools?.calls.length ?? 0) + 1);
-  const dir = join40(work, "programs");
+  const dir = join42(work, "programs");
   const exported = await exportPrograms(ctx, draw, {
     backend,
     commit: commit2,
     plan,
     dest: dir,
-    logFile: join40(work, "export.log"),
+    logFile: join42(work, "export.log"),
     record: { dir: "programs", logFile: "export.log" },
     name: `tools-${platform3}`,
     step: platform3 === "cpu" ? "cpu-gate" : "measure"
@@ -85938,8 +86382,8 @@ async function check(env, draw, commit2) {
     backend: ctx.cpuBackend,
     harness: ev.base.commit,
     programs: { B: dir },
-    sessionFile: join40(work, "session.json"),
-    logFile: join40(work, "verify.log"),
+    sessionFile: join42(work, "session.json"),
+    logFile: join42(work, "verify.log"),
     name: "tools-check",
     step: "cpu-gate"
   });
@@ -85960,8 +86404,8 @@ async function check(env, draw, commit2) {
     backend: ctx.backend,
     harness: ev.base.commit,
     programs: { B: there.dir },
-    sessionFile: join40(there.work, "session.json"),
-    logFile: join40(there.work, "verify.log"),
+    sessionFile: join42(there.work, "session.json"),
+    logFile: join42(there.work, "verify.log"),
     name: "tools-check-accelerator",
     step: "accelerator-gate"
   });
@@ -86002,8 +86446,8 @@ async function screen(env, draw, commit2, rounds) {
       backend: ctx.backend,
       harness: ev.base.commit,
       programs: { A: champion.dir, B: dir },
-      sessionFile: join40(work, "session.json"),
-      logFile: join40(work, "verify.log"),
+      sessionFile: join42(work, "session.json"),
+      logFile: join42(work, "verify.log"),
       name: "tools-screen",
       step: "measure"
     });
@@ -86043,14 +86487,14 @@ async function profile(env, draw, commit2) {
       arm: "B",
       harness: ev.base.commit,
       programs: dir,
-      traceDir: join40(work, "trace"),
-      metrics: join40(work, "metrics.json"),
-      log: join40(work, "profile.log"),
-      session: join40(work, "session.json"),
+      traceDir: join42(work, "trace"),
+      metrics: join42(work, "metrics.json"),
+      log: join42(work, "profile.log"),
+      session: join42(work, "session.json"),
       name: "tools-profile"
     });
   } catch (e) {
-    if (e instanceof VerifierFailed || !existsSync27(join40(work, "session.json"))) {
+    if (e instanceof VerifierFailed || !existsSync27(join42(work, "session.json"))) {
       return { text: `profile: ${errorMessage(e).slice(0, 500)}`, isError: true };
     }
     throw e;
@@ -86103,11 +86547,11 @@ var proposeStep = {
     const base = ev.base.commit;
     const repo = agentRepoPath(ctx, ev);
     const out = agentOutputPath(ctx, ev);
-    rmSync25(dirname21(repo), { recursive: true, force: true });
+    rmSync26(dirname21(repo), { recursive: true, force: true });
     mkdirSync25(out, { recursive: true });
     await oneAtATime(() => ctx.git.cloneForAgent(repo, base));
     const attempts = (ev.agent?.attempts ?? 0) + 1;
-    const resultFile = join41(out, AGENT_RESULT_NAME);
+    const resultFile = join43(out, AGENT_RESULT_NAME);
     const python = venvPython(ctx.root);
     const outcome = await ctx.agent.run({
       iteration: ev.iteration,
@@ -86115,7 +86559,7 @@ var proposeStep = {
       workdir: repo,
       prompt: readFileSync29(bundle.path(BundleFiles.prompt), "utf8"),
       resultFile,
-      logFile: join41(out, AGENT_LOG_NAME),
+      logFile: join43(out, AGENT_LOG_NAME),
       timeoutMs: ctx.config.agent.timeout_minutes * MINUTE_MS3,
       idleTimeoutMs: ctx.config.agent.idle_timeout_minutes * MINUTE_MS3,
       env: {
@@ -86132,9 +86576,9 @@ var proposeStep = {
       isolation: await agentIsolation(ctx, repo, out),
       ...ctx.config.agent.tools.enabled ? { tools: agentTools(env, repo) } : {}
     });
-    rmSync25(join41(out, "home"), { recursive: true, force: true });
+    rmSync26(join43(out, "home"), { recursive: true, force: true });
     const kept = BundleFiles.agentAttempt(attempts);
-    rmSync25(bundle.path(kept), { recursive: true, force: true });
+    rmSync26(bundle.path(kept), { recursive: true, force: true });
     copyPlainTree(out, bundle.path(kept), { maxTotalBytes: 256 * 1024 * 1024 });
     if (outcome.isolation) recordIsolation(ev, "propose", { mode: outcome.isolation, job: ctx.job });
     const earlier = ev.agent ? [...ev.agent.earlier ?? [], attemptSummary(ev.agent)] : [];
@@ -86165,7 +86609,7 @@ async function takeChange({ ctx, bundle, ev }, repo, outcome) {
   const snapshot2 = snapshotTree(repo, wt.root);
   if (snapshot2.refused.length > 0) {
     await wt.resetHard(base);
-    rmSync25(dirname21(repo), { recursive: true, force: true });
+    rmSync26(dirname21(repo), { recursive: true, force: true });
     return {
       status: "verdict",
       verdict: "invalid",
@@ -86176,7 +86620,7 @@ async function takeChange({ ctx, bundle, ev }, repo, outcome) {
   }
   await wt.stageAll();
   if (!await wt.hasStagedChanges()) {
-    rmSync25(dirname21(repo), { recursive: true, force: true });
+    rmSync26(dirname21(repo), { recursive: true, force: true });
     const why = outcome.status === "finished" ? "the agent made no commit" : outcome.status === "timeout" ? "the agent timed out without a commit" : `the agent failed (exit code ${outcome.exitCode}) without a commit${agentLastWords(bundle.path(ev.agent.logFile))}`;
     return { status: "verdict", verdict: "no-op", reasons: [why] };
   }
@@ -86184,7 +86628,7 @@ async function takeChange({ ctx, bundle, ev }, repo, outcome) {
     identity: HARNESS_IDENTITY,
     author: agentIdentity(ctx.agent.name)
   });
-  rmSync25(dirname21(repo), { recursive: true, force: true });
+  rmSync26(dirname21(repo), { recursive: true, force: true });
   const ref = candidateRef(ctx.runId, ev);
   await ctx.git.updateRef(ref, head);
   await ctx.git.createBundle(bundle.path(BundleFiles.gitBundle), ref, base);
@@ -86231,13 +86675,13 @@ async function agentIsolation(ctx, repo, out) {
         ...ctx.config.sandbox.read_paths
       ],
       writable: [repo, out],
-      home: join41(out, "home")
+      home: join43(out, "home")
     }
   };
 }
 async function commitMessage2(ctx, repo, base, result) {
   const head = readAgentHead(repo);
-  const objects = join41(repo, ".git", "objects");
+  const objects = join43(repo, ".git", "objects");
   if (head && head !== base && existsSync28(objects)) {
     const messages = await ctx.git.messagesVia(objects, base, head);
     if (messages && messages.length > 0) return `${messages.join("\n\n")}
@@ -86390,17 +86834,17 @@ function dryRunPublish(ctx, bundle, ev) {
 }
 
 // src/loop/steps/record.ts
-import { existsSync as existsSync30, readFileSync as readFileSync31, writeFileSync as writeFileSync12 } from "node:fs";
-import { join as join42 } from "node:path";
+import { existsSync as existsSync30, readFileSync as readFileSync31, writeFileSync as writeFileSync13 } from "node:fs";
+import { join as join44 } from "node:path";
 var recordStep = {
   name: "record",
   evaluation: false,
   async run({ ctx, bundle, ev, save }) {
     ev.finishedAt ??= (/* @__PURE__ */ new Date()).toISOString();
-    const evidenceRef = join42("runs", ctx.runId, bundle.dir.split("/").pop(), "evidence.json");
+    const evidenceRef = join44("runs", ctx.runId, bundle.dir.split("/").pop(), "evidence.json");
     const entry = renderLogEntry(ev, { evidencePath: evidenceRef });
     writeFileAtomic(bundle.path(BundleFiles.logEntry), entry);
-    const runLog = join42(ctx.runDir, "hillclimb-log.md");
+    const runLog = join44(ctx.runDir, "hillclimb-log.md");
     const runLogText = existsSync30(runLog) ? readFileSync31(runLog, "utf8") : void 0;
     const tag = ev.slot ? `${ev.iteration}-c${ev.slot.index}` : `${ev.iteration}`;
     if (!runLogText?.includes(`<!-- hillclimb:iteration ${ctx.runId}/${tag} -->`)) {
@@ -86410,7 +86854,7 @@ var recordStep = {
         {},
         { candidate: Boolean(ev.slot) }
       );
-      writeFileSync12(runLog, text3);
+      writeFileSync13(runLog, text3);
       save();
       for (const p of lintLog(text3, { scope: "last-entry", loadEvidence: evidenceLoader([ctx.stateDir]) })) {
         const line = `log lint: ${formatProblem(runLog, p)}`;
@@ -86640,16 +87084,16 @@ function isInfra(e) {
 
 // src/loop/drivers/phases.ts
 import { existsSync as existsSync34 } from "node:fs";
-import { join as join44 } from "node:path";
+import { join as join46 } from "node:path";
 
 // src/loop/state/attestation.ts
 import { createHash as createHash12 } from "node:crypto";
 import { existsSync as existsSync31, lstatSync as lstatSync3, readdirSync as readdirSync16, readFileSync as readFileSync32 } from "node:fs";
-import { join as join43 } from "node:path";
+import { join as join45 } from "node:path";
 function bundleDigest(dir) {
   const lines = [];
   const walk3 = (rel) => {
-    const abs = rel === "" ? dir : join43(dir, rel);
+    const abs = rel === "" ? dir : join45(dir, rel);
     const st = lstatSync3(abs);
     if (st.isDirectory()) {
       for (const name of readdirSync16(abs).sort()) walk3(rel === "" ? name : `${rel}/${name}`);
@@ -86710,7 +87154,7 @@ function parseAttestation(text3, source) {
   };
 }
 function localAttestationFile(stateDir, runId, key) {
-  return join43(stateDir, "trust", `${runId}-${iterationDirName(key)}.json`);
+  return join45(stateDir, "trust", `${runId}-${iterationDirName(key)}.json`);
 }
 function writeLocalAttestation(file, a2) {
   writeFileAtomic(file, `${JSON.stringify(a2)}
@@ -86742,7 +87186,7 @@ function preflight(config, target, needs) {
 }
 
 // src/loop/drivers/trust.ts
-import { existsSync as existsSync33, renameSync as renameSync7, rmSync as rmSync26 } from "node:fs";
+import { existsSync as existsSync33, renameSync as renameSync7, rmSync as rmSync27 } from "node:fs";
 var PRODUCED_BY = {
   "cpu-gate": ["cpu-gate", "accelerator-gate", "measure", "profile", "decide", "record", "publish"],
   "accelerator-gate": ["accelerator-gate", "measure", "profile", "decide", "record", "publish"],
@@ -86754,11 +87198,11 @@ var HARMLESS_WITHOUT_CANDIDATE = /* @__PURE__ */ new Set(["no-op", "invalid", "e
 function quarantineBundle(bundle) {
   const fresh = `${bundle.dir}.quarantine-${process.pid}`;
   const old = `${bundle.dir}.untrusted-${process.pid}`;
-  rmSync26(fresh, { recursive: true, force: true });
+  rmSync27(fresh, { recursive: true, force: true });
   const copied = copyPlainTree(bundle.dir, fresh);
   renameSync7(bundle.dir, old);
   renameSync7(fresh, bundle.dir);
-  rmSync26(old, { recursive: true, force: true });
+  rmSync27(old, { recursive: true, force: true });
   return copied.refused;
 }
 async function acceptBundle(ctx, bundle, phase, opts) {
@@ -86973,7 +87417,7 @@ async function openPhase(phase, opts) {
   const steps = PHASE_STEPS[phase];
   const slot = trustedSlot(config.loop.candidates, opts.slot);
   const key = { iteration: opts.iteration, ...slot ? { slot } : {} };
-  const bundle = new Bundle(join44(runDirOf(stateDir, opts.runId), iterationDirName(key)));
+  const bundle = new Bundle(join46(runDirOf(stateDir, opts.runId), iterationDirName(key)));
   const refused = takesOver(phase) && existsSync34(bundle.dir) ? quarantineBundle(bundle) : [];
   for (const r of refused) opts.logger.warn(`bundle ${bundle.dir}: left out ${r}`);
   const existing = bundle.exists() ? bundle.load() : void 0;
@@ -87019,7 +87463,7 @@ async function phaseSetup(phase, opts) {
     const keys = importKeptPrograms(
       stateDir,
       opts.logger,
-      join44(config.root, KEPT_HANDOVER_DIR),
+      join46(config.root, KEPT_HANDOVER_DIR),
       opts.keptPrograms
     );
     if (keys.length > 0)
@@ -87174,7 +87618,7 @@ function fullSha(value2, what) {
 }
 
 // src/loop/drivers/search.ts
-import { join as join45 } from "node:path";
+import { join as join47 } from "node:path";
 
 // src/search/selection.ts
 function checkScreenPolicy(policy) {
@@ -87390,7 +87834,7 @@ function fallsThrough(ev) {
 function candidateBundles(runDir, iteration, k) {
   return Array.from(
     { length: k },
-    (_, s) => new Bundle(join45(runDir, iterationDirName({ iteration, slot: { index: s + 1 } })))
+    (_, s) => new Bundle(join47(runDir, iterationDirName({ iteration, slot: { index: s + 1 } })))
   );
 }
 function leadBundle(bundles) {

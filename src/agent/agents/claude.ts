@@ -28,7 +28,9 @@
  * (the SDK message schema bundled in the 2.1.332 binary). A 401/403 is a setup error and stops the run at
  * the first retry notice; anything else is infrastructure.
  */
-import { dirname } from 'node:path';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import type { ExecResult } from '../../exec/index.js';
 import type { Logger } from '../../util/index.js';
 import {
@@ -40,6 +42,7 @@ import {
 } from '../agent.js';
 import { type KeyProxy, refusalText, startKeyProxy } from '../key-proxy.js';
 import { launchAgent } from '../launch.js';
+import { MCP_SERVER_NAME, toolsUrlFor, toolTimeoutSeconds, warnToolRefusals } from '../mcp-config.js';
 import { outsideOf, prepareResultFile, toOutcome } from '../outcome.js';
 import { firstMatchingLine, jsonLines, type LineSignal, nonJsonLines } from '../process.js';
 import { readAgentResult, resultFromMessage } from '../result.js';
@@ -142,16 +145,39 @@ export class ClaudeAgent implements Agent {
           // In the sandbox the agent reaches it through its socket only: no port for anyone else.
           loopback: !request.isolation?.sandbox,
           credential: { header: 'x-api-key', value: apiKey },
+          tools: request.tools,
         })
       : undefined;
+    const toolsUrl = toolsUrlFor(
+      this.name,
+      request,
+      proxy,
+      this.opts.logger,
+      'the harness serves them on its key proxy, which runs only when it holds the API key ' +
+        '(set ANTHROPIC_API_KEY; an OAuth token keeps the agent on its own login)',
+    );
+    // The server's URL carries the run's token: a private file, not an argument other users could read.
+    const configDir = toolsUrl ? mkdtempSync(join(tmpdir(), 'hc-claude-mcp-')) : undefined;
     try {
-      return await this.runWith(request, proxy);
+      const tools =
+        toolsUrl && configDir && request.tools
+          ? {
+              configFile: writeMcpConfig(configDir, toolsUrl),
+              names: request.tools.list().map((t) => claudeToolName(t.name)),
+            }
+          : undefined;
+      return await this.runWith(request, proxy, tools);
     } finally {
       await proxy?.close();
+      if (configDir) rmSync(configDir, { recursive: true, force: true });
     }
   }
 
-  private async runWith(request: AgentRequest, proxy: KeyProxy | undefined): Promise<AgentOutcome> {
+  private async runWith(
+    request: AgentRequest,
+    proxy: KeyProxy | undefined,
+    tools: { configFile: string; names: string[] } | undefined,
+  ): Promise<AgentOutcome> {
     prepareResultFile(request.resultFile);
     const args = claudeArgs({
       model: this.opts.model,
@@ -161,6 +187,7 @@ export class ClaudeAgent implements Agent {
         ? [...this.opts.allowedTools, `Bash(${request.interpreter}:*)`]
         : this.opts.allowedTools,
       resultDir: outsideOf(request.workdir, dirname(request.resultFile)),
+      tools,
       extraArgs: this.opts.extraArgs,
     });
     const proc = await launchAgent(request, {
@@ -170,7 +197,14 @@ export class ClaudeAgent implements Agent {
       modelKeys: CLAUDE_MODEL_KEYS,
       adapterNames: CLAUDE_SETTINGS,
       passEnv: this.opts.passEnv,
-      extraEnv: { ...CLAUDE_QUIET_ENV, ...(proxy ? { ANTHROPIC_BASE_URL: proxy.url } : {}) },
+      extraEnv: {
+        ...CLAUDE_QUIET_ENV,
+        ...(proxy ? { ANTHROPIC_BASE_URL: proxy.url } : {}),
+        // How long one tool call may take (ms): a `screen` waits behind the loop's accelerator work.
+        ...(tools ? { MCP_TOOL_TIMEOUT: String(toolTimeoutSeconds(request) * 1000) } : {}),
+        // The few tools in the model's tool list from the start, not behind a search it must think of.
+        ...(tools ? { ENABLE_TOOL_SEARCH: 'false' } : {}),
+      },
       keyProxy: proxy,
       apiFailure: claudeApiFailure,
       configDir: { env: 'CLAUDE_CONFIG_DIR', defaultInHome: '.claude' },
@@ -194,6 +228,7 @@ export class ClaudeAgent implements Agent {
     if (proxy && proxy.refusals.count > 0) {
       this.opts.logger.warn(`claude: the key proxy refused ${refusalText(proxy.refusals)}`);
     }
+    warnToolRefusals(this.name, proxy, this.opts.logger);
     return toOutcome(proc, request.logFile, result, problem);
   }
 }
@@ -231,7 +266,28 @@ export interface ClaudeArgsInput {
   maxTurns?: number;
   allowedTools: readonly string[];
   resultDir?: string;
+  /** The harness's tools: the MCP config file naming the server, and the tools to allow by name. */
+  tools?: { configFile: string; names: readonly string[] };
   extraArgs: readonly string[];
+}
+
+/**
+ * The name Claude Code gives an MCP server's tool (`mcp__<server>__<tool>`): what the model calls and
+ * what an allowed-tools rule names (code.claude.com/docs/en/mcp, docs/en/iam "MCP" permission rules).
+ */
+export function claudeToolName(tool: string): string {
+  return `mcp__${MCP_SERVER_NAME}__${tool}`;
+}
+
+/**
+ * The tools' server as `--mcp-config` reads it (`{"mcpServers": {name: {"type": "http", "url"}}}`,
+ * code.claude.com/docs/en/mcp), in a file of its own (mode 0600).
+ */
+function writeMcpConfig(dir: string, url: string): string {
+  const file = join(dir, 'mcp.json');
+  const config = { mcpServers: { [MCP_SERVER_NAME]: { type: 'http', url } } };
+  writeFileSync(file, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
+  return file;
 }
 
 /** The exact argument array (after the binary). Flags the user put in extra_args are not repeated. */
@@ -241,9 +297,12 @@ export function claudeArgs(i: ClaudeArgsInput): string[] {
   const args = ['-p', '--verbose', '--output-format', 'stream-json'];
   if (!has('--permission-mode', '--dangerously-skip-permissions'))
     args.push('--permission-mode', 'acceptEdits');
-  if (i.allowedTools.length > 0 && !has('--allowedTools', '--allowed-tools')) {
-    args.push('--allowedTools', i.allowedTools.join(','));
+  const allowed = [...i.allowedTools, ...(i.tools?.names ?? [])];
+  if (allowed.length > 0 && !has('--allowedTools', '--allowed-tools')) {
+    args.push('--allowedTools', allowed.join(','));
   }
+  // Only the harness's server: none of the user's, the project's (.mcp.json) or a plugin's.
+  if (i.tools) args.push('--mcp-config', i.tools.configFile, '--strict-mcp-config');
   if (i.model !== undefined && !has('--model')) args.push('--model', i.model);
   if (i.maxTurns !== undefined && !has('--max-turns')) args.push('--max-turns', String(i.maxTurns));
   if (i.resultDir !== undefined) args.push('--add-dir', i.resultDir);

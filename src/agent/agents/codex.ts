@@ -53,6 +53,7 @@ import type { Logger } from '../../util/index.js';
 import { type Agent, type AgentOutcome, type AgentRequest, AgentSetupError } from '../agent.js';
 import { type KeyProxy, PLACEHOLDER_KEY, refusalText, startKeyProxy } from '../key-proxy.js';
 import { launchAgent } from '../launch.js';
+import { MCP_SERVER_NAME, toolsUrlFor, toolTimeoutSeconds, warnToolRefusals } from '../mcp-config.js';
 import { outsideOf, prepareResultFile, toOutcome } from '../outcome.js';
 import { firstMatchingLine, jsonLines, type LineSignal, lastMatchingLine, nonJsonLines } from '../process.js';
 import { RESULT_JSON_SCHEMA, readAgentResult, resultFromMessage } from '../result.js';
@@ -196,8 +197,17 @@ export class CodexAgent implements Agent {
             // In the sandbox the agent reaches it through its socket only: no port for anyone else.
             loopback: !request.isolation?.sandbox,
             credential: { header: 'authorization', value: `Bearer ${apiKey}` },
+            tools: request.tools,
           })
         : undefined;
+      const toolsUrl = toolsUrlFor(
+        this.name,
+        request,
+        proxy,
+        this.opts.logger,
+        'the harness serves them on its key proxy, which runs only when it holds the API key ' +
+          '(set OPENAI_API_KEY or CODEX_API_KEY; a `codex login` keeps the agent on its own login)',
+      );
       const args = codexArgs({
         insideHarnessSandbox: Boolean(request.isolation?.sandbox),
         workdir: request.workdir,
@@ -207,6 +217,7 @@ export class CodexAgent implements Agent {
         baseUrl: proxy?.url ?? baseUrl,
         model: this.opts.model,
         reasoningEffort: this.opts.reasoningEffort,
+        tools: toolsUrl ? { url: toolsUrl, timeoutSec: toolTimeoutSeconds(request) } : undefined,
         extraArgs: this.opts.extraArgs,
       });
       const proc = await launchAgent(request, {
@@ -252,6 +263,7 @@ export class CodexAgent implements Agent {
       if (proxy && proxy.refusals.count > 0) {
         this.opts.logger.warn(`codex: the key proxy refused ${refusalText(proxy.refusals)}`);
       }
+      warnToolRefusals(this.name, proxy, this.opts.logger);
       return toOutcome(proc, request.logFile, result, problem);
     } finally {
       await proxy?.close();
@@ -272,6 +284,8 @@ export interface CodexArgsInput {
   baseUrl?: string;
   model?: string;
   reasoningEffort?: string;
+  /** The harness's tools: the MCP endpoint's URL and how long one call may take. */
+  tools?: { url: string; timeoutSec: number };
   extraArgs: readonly string[];
 }
 
@@ -296,8 +310,28 @@ export function codexArgs(i: CodexArgsInput): string[] {
   if (i.model !== undefined && !has('-m', '--model')) args.push('-m', i.model);
   if (i.reasoningEffort !== undefined) args.push('-c', `model_reasoning_effort="${i.reasoningEffort}"`);
   if (i.resultDir !== undefined) args.push('--add-dir', i.resultDir);
+  if (i.tools) args.push(...toolsConfig(i.tools));
   args.push(...user, '-');
   return args;
+}
+
+/**
+ * The tools' MCP server as codex config overrides (codex-rs/config/src/mcp_types.rs RawMcpServerConfig:
+ * `url` makes it a streamable-HTTP server; `default_tools_approval_mode` is `auto`, `prompt` or
+ * `approve`). `approve` runs its tools without asking: in `exec` the approval policy is `never`, so a call
+ * codex would ask about is refused instead — with `prompt`, and with `auto` (the default) under
+ * workspace-write (seen with the real 0.169; under danger-full-access `auto` runs them, so the harness's
+ * sandbox alone would not show it). `required`: exec stops if the server cannot start, rather
+ * than run an iteration whose prompt names tools it does not have.
+ */
+function toolsConfig(tools: { url: string; timeoutSec: number }): string[] {
+  const key = `mcp_servers.${MCP_SERVER_NAME}`;
+  return [
+    `${key}.url=${JSON.stringify(tools.url)}`,
+    `${key}.default_tools_approval_mode="approve"`,
+    `${key}.tool_timeout_sec=${tools.timeoutSec}`,
+    `${key}.required=true`,
+  ].flatMap((c) => ['-c', c]);
 }
 
 /**

@@ -37,8 +37,17 @@ import { acceptWebSocket, type WebSocketConnection } from './websocket.js';
 
 /** One scripted answer to one model request. */
 export type ResponsesReply =
-  /** A call of a JSON function tool, e.g. `exec_command` with `{cmd}`. */
-  | { functionCall: { name: string; arguments: Record<string, unknown> } }
+  /**
+   * A call of a JSON function tool, e.g. `exec_command` with `{cmd}`; a tool a search exposed (an MCP
+   * server's) is named by its namespace and name, as the search output listed it.
+   */
+  | { functionCall: { name: string; namespace?: string; arguments: Record<string, unknown> } }
+  /**
+   * A search of the tools codex defers (0.169 defers every MCP server's tools behind its client-executed
+   * `tool_search`): a `tool_search_call` item; codex answers with a `tool_search_output` in the next
+   * request, which exposes the tools found (codex-rs/codex-api sse tests: parses_tool_search_call).
+   */
+  | { toolSearch: { query: string; limit?: number } }
   /** A call of a freeform tool, e.g. `apply_patch` with the patch text. */
   | { customToolCall: { name: string; input: string } }
   /** The assistant's final message: the turn ends. */
@@ -246,7 +255,17 @@ function streamEvents(
         id: id('fc'),
         call_id: id('call'),
         name: reply.functionCall.name,
+        ...(reply.functionCall.namespace ? { namespace: reply.functionCall.namespace } : {}),
         arguments: JSON.stringify(reply.functionCall.arguments),
+        status: 'completed',
+      });
+    } else if ('toolSearch' in reply) {
+      items.push({
+        type: 'tool_search_call',
+        id: id('ts'),
+        call_id: id('call'),
+        execution: 'client',
+        arguments: { limit: 8, ...reply.toolSearch },
         status: 'completed',
       });
     } else if ('customToolCall' in reply) {
