@@ -2,7 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-export const REPO_ROOT = join(import.meta.dirname, '..', '..');
+/** This checkout; a bench bundled elsewhere (bench/bundle.mjs) names it, since its own folder is a temp one. */
+export const REPO_ROOT = process.env.HILLCLIMB_BENCH_REPO_ROOT ?? join(import.meta.dirname, '..', '..');
 export const FIXTURES = join(REPO_ROOT, 'tests', 'fixtures');
 /** Real profiler traces from public projects (see SOURCES.md there). */
 export const REAL_TRACES = join(REPO_ROOT, 'tests', 'fixtures', 'real-traces');

@@ -10,7 +10,7 @@ import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { REPO_ROOT } from '../helpers/paths.js';
 
-const TOY = join(import.meta.dirname, 'toy');
+const TOY = join(REPO_ROOT, 'tests', 'loop', 'toy');
 
 export const TOY_CONFIG = `version: 1
 targets:
