@@ -70,8 +70,14 @@ beforeAll(async () => {
     fakeAgentBin: join(t.dir, 'fake-agent'),
     refusingApi: `http://127.0.0.1:${(refusing.address() as AddressInfo).port}`,
     deadApi: await deadAddress(),
+    downAgent: join(t.dir, 'agents', 'down.sh'),
     python: execFileSync('sh', ['-c', 'command -v python3'], { encoding: 'utf8' }).trim(),
   };
+  writeProgram(
+    join(t.dir, 'agents'),
+    'down.sh',
+    '#!/bin/sh\necho "connecting to the model API" >&2\necho "model API: http://127.0.0.1:9/v1 is not answering" >&2\nexit 75\n',
+  );
   // Present on PATH, never reached: the key check runs before the agent does.
   writeProgram(ctx.fakeAgentBin, 'codex', '#!/bin/sh\necho "codex-cli 0.0.0"\n');
 });

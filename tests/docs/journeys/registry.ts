@@ -29,6 +29,8 @@ export interface JourneyContext {
   /** A model API that refuses every key (401), and a URL where nothing listens. */
   refusingApi: string;
   deadApi: string;
+  /** A command agent that reports its model API down (exit 75, the infrastructure code). */
+  downAgent: string;
   /** The interpreter the toy targets run on (stdlib only). */
   python: string;
 }
@@ -231,6 +233,22 @@ export const JOURNEYS: Journey[] = [
         prints: [/i001-c1 +! invalid/, /i001-c2 +· screened-out/, /i001-c3 +✓ improved/, 'stuck'],
       },
     ],
+  },
+  {
+    name: 'agent-down',
+    cwd: (c) => c.loopRepo,
+    env: toyEnv,
+    // A command agent whose model API is down: it says so on stderr and exits 75, every attempt.
+    before: (c) => {
+      gitIn(c.loopRepo, 'switch', '--quiet', '-c', 'agent-down', 'main');
+      const config = join(c.loopRepo, 'hillclimb.yml');
+      writeFileSync(
+        config,
+        `${readFileSync(config, 'utf8')}  command:\n    command: ["sh", "${c.downAgent}"]\n`,
+      );
+      gitIn(c.loopRepo, 'commit', '--quiet', '-am', 'a command agent whose API is down');
+    },
+    rules: [{ command: /--agent command/, code: 3, prints: [/^i002 +E error/m] }],
   },
   {
     name: 'module-typo',
