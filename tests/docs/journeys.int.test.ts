@@ -98,7 +98,12 @@ for (const journey of JOURNEYS) {
     });
 
     const title = (s: Step): string => {
-      if (s.kind === 'command') return `${s.where}: ${s.text}`;
+      if (s.kind === 'command') {
+        const added = journey.append?.command.test(s.text)
+          ? ` (+ ${journey.append.args}: ${journey.append.why})`
+          : '';
+        return `${s.where}: ${s.text}${added}`;
+      }
       if (s.kind === 'skipped') return `${s.where}: ${s.text} — skipped: ${s.why}`;
       if (s.kind === 'output') return `${markerId(s.marker)}: prints the lines the page shows`;
       return `${markerId(s.marker)}: prints \`${s.marker.text}\``;
@@ -112,8 +117,11 @@ for (const journey of JOURNEYS) {
       it(title(step), async () => {
         reached.add(markerId(step.marker));
         if (step.kind === 'command') {
+          // Only the placeholders this command names: a value may need what earlier steps left.
           const values = Object.fromEntries(
-            Object.entries(journey.placeholders ?? {}).map(([k, v]) => [k, v(ctx)]),
+            Object.entries(journey.placeholders ?? {})
+              .filter(([k]) => step.text.includes(`<${k}>`))
+              .map(([k, v]) => [k, v(ctx)]),
           );
           let command = resolveCommand(step.text, values, step.where);
           if (journey.append?.command.test(step.text)) command = `${command} ${journey.append.args}`;

@@ -31,6 +31,8 @@ export interface JourneyContext {
   deadApi: string;
   /** A command agent that reports its model API down (exit 75, the infrastructure code). */
   downAgent: string;
+  /** The number of the person's PR the harness journey opens on the local forge. */
+  personalPr?: number;
   /** The interpreter the toy targets run on (stdlib only). */
   python: string;
 }
@@ -182,7 +184,7 @@ export const JOURNEYS: Journey[] = [
         stateDir: join(c.loopRepo, '.hillclimb'),
         logger: memoryLogger(),
       });
-      await forge.upsertPullRequest({
+      const { pr } = await forge.upsertPullRequest({
         branch: 'faster',
         base: 'main',
         title: 'a faster kernel',
@@ -190,9 +192,10 @@ export const JOURNEYS: Journey[] = [
         draft: false,
         labels: [],
       });
+      c.personalPr = pr.number;
     },
     placeholders: {
-      n: () => '4', // the loop opened #1–#3
+      n: (c) => String(c.personalPr),
       trace: (c) => loopTrace(c, 'i001'),
       before: (c) => loopTrace(c, 'i001'),
       after: (c) => loopTrace(c, 'i003'),
@@ -207,7 +210,7 @@ export const JOURNEYS: Journey[] = [
       { command: /^hillclimb check$/, prints: [/✓ verify +1 program\(s\) agree with the reference/] },
       { command: /^hillclimb test$/, prints: ['3 passed, 0 failed'] },
       { command: /^hillclimb measure --base main$/, prints: ['improved'] },
-      { command: /--pr <n>$/, prints: ['improved', 'PR #4: sticky comment created'] },
+      { command: /--pr <n>$/, prints: ['improved', /PR #\d+: sticky comment created/] },
       { command: /^hillclimb profile/, prints: ['toy_kernel'] },
       { command: /^hillclimb trace summary/, prints: ['toy_kernel'] },
       { command: /^hillclimb trace diff/, prints: ['toy_kernel'] },
