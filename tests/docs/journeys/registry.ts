@@ -67,6 +67,9 @@ export interface Journey {
 /** Journeys whose markers another test file runs, by the file that runs them. */
 export const RUN_ELSEWHERE: Record<string, string> = {
   'first-verdict': 'tests/init/adoption.int.test.ts',
+  // A target on hillclimb-bench and JAX: that file's repositories, on this checkout's venv.
+  'kernel-at-top': 'tests/init/target-mistakes.int.test.ts',
+  'no-source-roots': 'tests/init/target-mistakes.int.test.ts',
 };
 
 const toyEnv = (c: JourneyContext) => ({ PATH: c.path, HILLCLIMB_PYTHON: c.python });
