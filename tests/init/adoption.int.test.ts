@@ -1,15 +1,20 @@
-// Adoption, end to end, exactly as docs/setup.md ("Your first verdict") says (issues 15, 24): a
+// Adoption, end to end, exactly as docs/setup.md ("Your first verdict") says (issues 15, 24, 37): a
 // repository that is not hillclimb — its own layout, a JAX kernel under src/mypkg/ops/, pytest tests,
 // no kernels/ folder — gets `hillclimb init --yes`, the thirty-line target module of the package
-// README, a requirements file naming hillclimb-bench without a source; then `hillclimb setup` (a real
-// pip install: no public hillclimb repository, no hand-made venv, nothing added to the sandbox),
-// `doctor`, `check`, `test`, a `measure` of a faster branch (improved), and `loop -n 2` with the replay agent:
-// one patch that makes the kernel faster (improved), one that breaks it (invalid at the CPU gate).
+// README, a requirements file naming hillclimb-bench without a source; then the page's block marked
+// `<!-- journey: first-verdict -->`, command by command as a user types it (bash, `hillclimb` on PATH,
+// `$EDITOR` the change of one's own): `git commit`, `hillclimb setup` (a real pip install: no public
+// hillclimb repository, no hand-made venv, nothing added to the sandbox), `doctor`, `check`, `test`, a
+// `measure` of a faster branch (improved), and `loop -n 2` with the replay agent: one patch that makes
+// the kernel faster (improved), one that breaks it (invalid at the CPU gate).
 import { execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { INIT_WORKFLOWS } from '../../src/init/workflows.js';
+import { allMarkers, planJourney } from '../docs/journeys/plan.js';
+import { linkHillclimb, type Ran, runCommand, writeProgram } from '../docs/journeys/runner.js';
+import { resolveCommand } from '../docs/journeys/steps.js';
 import type { CliRun } from '../helpers/cli.js';
 import { REPO_ROOT, tempDir } from '../helpers/paths.js';
 import { actionlint } from '../workflows/actionlint.js';
@@ -128,21 +133,15 @@ describe('adoption: docs/setup.md, followed on a repository that is not hillclim
   // The project's own .venv, as `hillclimb setup` makes it; never this checkout's.
   const cli = (args: string[]) => hillclimbIn(repo, args, { HILLCLIMB_PYTHON: '' });
   let init: CliRun;
-  let setup: CliRun;
+  let setup: Ran;
   let doctor: CliRun;
-  let doctorReady: CliRun;
-  let checked: CliRun;
-  let gate: CliRun;
-  let measure: CliRun;
-  let loop: CliRun;
+  let doctorReady: Ran;
+  let checked: Ran;
+  let gate: Ran;
+  let measure: Ran;
+  let loop: Ran;
   const started = Date.now();
   const seconds: Record<string, number> = {};
-  const timed = async (name: string, args: string[]) => {
-    const t0 = Date.now();
-    const r = await cli(args);
-    seconds[name] = (Date.now() - t0) / 1000;
-    return r;
-  };
 
   beforeAll(async () => {
     for (const [path, text] of Object.entries(FILES)) put(path, text);
@@ -150,7 +149,8 @@ describe('adoption: docs/setup.md, followed on a repository that is not hillclim
     git('add', '-A');
     git('commit', '-qm', 'mypkg: a scale kernel');
 
-    init = await timed('init', [
+    let t0 = Date.now();
+    init = await cli([
       'init',
       '--yes',
       '--target',
@@ -165,24 +165,13 @@ describe('adoption: docs/setup.md, followed on a repository that is not hillclim
       'replay',
       ...PIN_FLAGS,
     ]);
-    // 1. The target module and the requirements file; commit.
+    seconds.init = (Date.now() - t0) / 1000;
+    // Before the replay patches exist, doctor names the missing folder and what to do.
+    doctor = await cli(['doctor']);
+    // 1. The target module, the requirements file and, for the loop's replay agent, two patches:
+    // one that makes the kernel faster, one that breaks it.
     put('bench/scale_target.py', TARGET);
     put('requirements.txt', REQUIREMENTS);
-    git('add', '-A');
-    git('commit', '-qm', 'hillclimb: init');
-    setup = await timed('setup', ['setup']);
-    doctor = await timed('doctor', ['doctor']);
-    checked = await timed('check', ['check']);
-    gate = await timed('test', ['test']);
-
-    // 2. A change of the user's own, on a branch, measured.
-    git('switch', '-q', '-c', 'faster');
-    put('src/mypkg/ops/scale.py', KERNEL.replace('PASSES = 4', 'PASSES = 1'));
-    git('commit', '-qam', 'faster');
-    measure = await timed('measure', ['measure', '--base', 'main', '--head', 'faster', '--json']);
-    git('switch', '-q', 'main');
-
-    // 3. The loop, with replay patches.
     for (const p of PATCHES) {
       const file = 'src/mypkg/ops/scale.py';
       put(file, KERNEL.replace(p.from, p.to));
@@ -191,10 +180,52 @@ describe('adoption: docs/setup.md, followed on a repository that is not hillclim
       put(`hillclimb/replay/${p.name}.patch`, diff);
       put(`hillclimb/replay/${p.name}.json`, JSON.stringify(p.json));
     }
-    git('add', '-A');
-    git('commit', '-qm', 'two replay patches');
-    doctorReady = await cli(['doctor']);
-    loop = await timed('loop', ['loop', '-n', '2', '--json']);
+    // The change of one's own that `$EDITOR` makes: one pass instead of four.
+    const faster = join(t.dir, 'faster.py');
+    writeFileSync(faster, KERNEL.replace('PASSES = 4', 'PASSES = 1'));
+    const editor = writeProgram(
+      join(t.dir, 'bin'),
+      'editor',
+      `#!/bin/sh\ncp '${faster}' src/mypkg/ops/scale.py\n`,
+    );
+
+    // The page's block, as typed.
+    const env = {
+      PATH: `${linkHillclimb(t.dir)}:${process.env.PATH}`,
+      HILLCLIMB_PYTHON: '',
+      EDITOR: editor,
+      GIT_AUTHOR_NAME: 't',
+      GIT_AUTHOR_EMAIL: 't@t.invalid',
+      GIT_COMMITTER_NAME: 't',
+      GIT_COMMITTER_EMAIL: 't@t.invalid',
+    };
+    const ran: Ran[] = [];
+    for (const step of planJourney('first-verdict', allMarkers())) {
+      if (step.kind !== 'command')
+        throw new Error(`first-verdict: a ${step.kind} step this test does not check`);
+      t0 = Date.now();
+      const r = await runCommand(resolveCommand(step.text, {}, step.where), {
+        cwd: repo,
+        env,
+        timeoutMs: 600_000,
+      });
+      seconds[step.text.split(' ').slice(0, 2).join(' ')] = (Date.now() - t0) / 1000;
+      if (r.code !== 0 && !/^hillclimb (setup|doctor|check|test|measure|loop)\b/.test(step.text))
+        throw new Error(`${step.where}: \`${r.command}\` exited ${r.code}:\n${r.output}`);
+      ran.push(r);
+    }
+    const byCommand = (re: RegExp) => {
+      const r = ran.find((x) => re.test(x.command));
+      if (!r)
+        throw new Error(`the first-verdict block ran no ${re}: ${ran.map((x) => x.command).join('; ')}`);
+      return r;
+    };
+    setup = byCommand(/^hillclimb setup$/);
+    doctorReady = byCommand(/^hillclimb doctor$/);
+    checked = byCommand(/^hillclimb check$/);
+    gate = byCommand(/^hillclimb test$/);
+    measure = byCommand(/^hillclimb measure --base main --head faster$/);
+    loop = byCommand(/^hillclimb loop -n 2$/);
     seconds.total = (Date.now() - started) / 1000;
     console.log(`adoption: init → first verdict, seconds per step: ${JSON.stringify(seconds)}`);
   }, 900_000);
@@ -214,42 +245,41 @@ describe('adoption: docs/setup.md, followed on a repository that is not hillclim
   });
 
   it('setup installs the requirements, hillclimb-bench from this hillclimb, into the project venv', () => {
-    expect(setup.code, setup.stdout + setup.stderr).toBe(0);
-    expect(setup.stdout + setup.stderr).toContain(
-      `hillclimb-bench from ${join(REPO_ROOT, 'packages', 'hillclimb-bench')}`,
-    );
+    expect(setup.code, setup.output).toBe(0);
+    expect(setup.output).toContain(`hillclimb-bench from ${join(REPO_ROOT, 'packages', 'hillclimb-bench')}`);
     const pyDir = readdirSync(join(repo, '.venv', 'lib')).find((d) => d.startsWith('python'))!;
     const installed = readdirSync(join(repo, '.venv', 'lib', pyDir, 'site-packages'));
     expect(installed.some((d) => /^hillclimb_bench-.*\.dist-info$/.test(d))).toBe(true);
   });
 
   it('check: the target module passes every check on HEAD', () => {
-    expect(checked.code, checked.stdout + checked.stderr).toBe(0);
-    expect(checked.stdout).toMatch(/^✓ verify +\d+ program\(s\) agree with the reference/m);
+    expect(checked.code, checked.output).toBe(0);
+    expect(checked.output).toMatch(/^✓ verify +\d+ program\(s\) agree with the reference/m);
   });
 
   it('test: the CPU gate passes on HEAD', () => {
-    expect(gate.code, gate.stdout + gate.stderr).toBe(0);
+    expect(gate.code, gate.output).toBe(0);
   });
 
   it('measure: the faster branch is improved, on verified programs', () => {
-    expect(measure.code, measure.stderr).toBe(0);
-    const evidence = JSON.parse(measure.stdout) as { verdict: string };
-    expect(evidence.verdict, measure.stdout.slice(0, 2000)).toBe('improved');
+    expect(measure.code, measure.output).toBe(0);
+    expect(measure.output).toMatch(/^✓ improved: /m);
   });
 
   it('doctor finds what the first run needs: the target module, hillclimb-bench, the kernel, the patches', () => {
-    expect(doctor.stdout).toMatch(/ok\s+target module\s+bench\.scale_target \(bench\/scale_target\.py\)/);
-    expect(doctor.stdout).toMatch(/ok\s+hillclimb-bench\s+hillclimb-bench \S+ in \.venv/);
-    expect(doctor.stdout).toMatch(/ok\s+editable paths\s+1 glob\(s\), each matching committed files/);
+    expect(doctorReady.output).toMatch(
+      /ok\s+target module\s+bench\.scale_target \(bench\/scale_target\.py\)/,
+    );
+    expect(doctorReady.output).toMatch(/ok\s+hillclimb-bench\s+hillclimb-bench \S+ in \.venv/);
+    expect(doctorReady.output).toMatch(/ok\s+editable paths\s+1 glob\(s\), each matching committed files/);
     // Before the replay patches exist: named, with what to do.
     expect(doctor.stdout).toMatch(
       /MISSING replay folder\s+hillclimb\/replay \(agent\.replay\.dir\) does not exist/,
     );
     expect(doctor.stdout).toContain('put NNNN-*.patch files there, or choose another agent.kind');
     expect(doctor.code).toBe(1);
-    expect(doctorReady.stdout).toMatch(/ok\s+replay folder\s+hillclimb\/replay/);
-    expect(doctorReady.stdout).toContain('doctor: all required pieces present');
+    expect(doctorReady.output).toMatch(/ok\s+replay folder\s+hillclimb\/replay/);
+    expect(doctorReady.output).toContain('doctor: all required pieces present');
     expect(doctorReady.code).toBe(0);
   });
 
@@ -265,20 +295,16 @@ describe('adoption: docs/setup.md, followed on a repository that is not hillclim
   });
 
   it('the loop runs both iterations: the faster kernel improves, the wrong one is invalid', () => {
-    expect(loop.code, loop.stderr).toBe(0);
-    const result = JSON.parse(loop.stdout) as {
-      endReason: string;
-      iterations: Array<{ verdict: string; reason: string; bundle: string }>;
-    };
-    expect(result.endReason).toBe('completed');
-    expect(
-      result.iterations.map((i) => i.verdict),
-      loop.stdout,
-    ).toEqual(['improved', 'invalid']);
-    expect(result.iterations[1]!.reason).toContain('CPU correctness failed');
+    expect(loop.code, loop.output).toBe(0);
+    expect(loop.output).toMatch(/^run \S+: completed$/m);
+    expect([...loop.output.matchAll(/^(i\d{3}) +\S+ ([a-z-]+) /gm)].map((m) => `${m[1]} ${m[2]}`)).toEqual([
+      'i001 improved',
+      'i002 invalid',
+    ]);
+    expect(loop.output).toMatch(/^\[i002 scale\] invalid: CPU correctness failed/m);
 
     // The improved verdict stands on the verifier's rounds (sandboxed), both arms' programs verified.
-    const bundle = result.iterations[0]!.bundle;
+    const bundle = join(/^evidence: (\S+)$/m.exec(loop.output)![1]!, 'i001');
     const evidence = JSON.parse(readFileSync(join(bundle, 'evidence.json'), 'utf8')) as {
       isolation: Record<string, { mode: string }>;
       measurement: { runs: Array<{ arm: string; metricsFile: string }> };

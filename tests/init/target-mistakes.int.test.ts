@@ -2,10 +2,14 @@
 // is the user's to fix, so it stops at once — never retried as infrastructure — with a hint that names
 // the fix the package README documents (import the kernel only inside kernel(), the target's
 // source_roots). The real CLI, the real target module on this checkout's venv, the smallest shapes.
+// The first two are docs/troubleshooting.md's journeys kernel-at-top and no-source-roots: the command
+// its markers name, and every line it quotes, as printed.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { allMarkers, planJourney } from '../docs/journeys/plan.js';
+import { unmatchedLines } from '../docs/journeys/steps.js';
 import { REPO_ROOT, tempDir } from '../helpers/paths.js';
 import { hillclimbIn, makeToyRepo, TOY_FLAGS, toyTargetModule } from './scratch.js';
 
@@ -45,12 +49,26 @@ describe('target-module mistakes stop at once, with the fix named', () => {
   });
   afterAll(t.cleanup);
 
+  /**
+   * The troubleshooting case `journey` (docs/troubleshooting.md's markers): its command, run in `repo`,
+   * prints every line the page quotes for it.
+   */
+  async function walk(journey: string, repo: string) {
+    const [command, output] = planJourney(journey, allMarkers());
+    if (command?.kind !== 'command' || output?.kind !== 'output')
+      throw new Error(`journey ${journey}: a run marker, then an output marker, in docs/troubleshooting.md`);
+    const r = await cli(repo, command.text.split(' ').slice(1));
+    const { block, only } = output.marker;
+    expect(unmatchedLines(block.lines, only, r.stderr), `$ ${command.text}\n${r.stderr}`).toEqual([]);
+    return r;
+  }
+
   it('the kernel imported at the module top: the first gate stops, saying to import it inside kernel()', async () => {
     const repo = await repoWith(
       'top-import',
       toyTargetModule({ top: 'from mypkg.ops import scale  # noqa\n' }),
     );
-    const r = await cli(repo, ['test']);
+    const r = await walk('kernel-at-top', repo);
     expect(r.code, r.stderr).toBe(2);
     expect(r.stderr).toMatch(
       /error: the target module's requests step \(bench\.scale_target\) exited 1: ModuleNotFoundError: No module named 'mypkg'/,
@@ -64,7 +82,7 @@ describe('target-module mistakes stop at once, with the fix named', () => {
 
   it('no source_roots for a src/ layout: the champion is not exported, named as the target’s source_roots, never retried', async () => {
     const repo = await repoWith('no-source-roots', toyTargetModule({ roots: null }));
-    const r = await cli(repo, ['profile']);
+    const r = await walk('no-source-roots', repo);
     expect(r.code, r.stderr).toBe(2); // the user's to fix, not infrastructure (3)
     expect(r.stderr).toContain("could not be exported: ModuleNotFoundError: No module named 'mypkg'");
     expect(r.stderr).toContain(
