@@ -16,6 +16,7 @@ export const JOURNEY_PAGES = [
   'docs/kernels.md',
   'docs/actions.md',
   'docs/forge-and-store.md',
+  'docs/agents.md',
 ];
 
 /** A line of a marked block the journey does not run, and why; it must match at least one line. */
