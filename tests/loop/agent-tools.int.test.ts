@@ -169,6 +169,19 @@ describe('the agent tools', () => {
       );
       expect((await tools.call('ledger', {})).isError).toBe(false);
     });
+    await withTools({}, async ({ tools, ev, agentRepo }) => {
+      // Closed when the agent ends: a call still running is finished and journalled first, later
+      // calls are refused.
+      edit(agentRepo, 'DELAY_S = 0.02', 'DELAY_S = 0.004');
+      const running = tools.call('check', {});
+      await tools.close();
+      expect(ev.tools!.calls.map((c) => c.tool)).toEqual(['check']);
+      expect((await running).isError).toBe(false);
+      expect(await tools.call('ledger', {})).toEqual({
+        isError: true,
+        text: "ledger: the agent's run has ended",
+      });
+    });
     await withTools({}, async ({ tools }) => {
       const answers = await Promise.all(Array.from({ length: 50 }, () => tools.call('ledger', {})));
       const busy = answers.filter((a) => /calls are already waiting/.test(a.text));

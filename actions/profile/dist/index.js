@@ -86180,6 +86180,7 @@ import { delimiter as delimiter2, dirname as dirname21, join as join43 } from "n
 import { existsSync as existsSync27, mkdirSync as mkdirSync24, rmSync as rmSync25 } from "node:fs";
 import { join as join42 } from "node:path";
 var ANSWER_CHARS = 2e3;
+var ANSWER_MAX_CHARS = 16e3;
 var WAITING_CALLS = 4;
 var REFUSED_SAMPLE = 10;
 var DESCRIPTIONS = [
@@ -86222,6 +86223,8 @@ function agentTools(stepEnv, repo) {
   const draw = { iteration: ev.iteration };
   const queue = runQueue(loop);
   let admitted = 0;
+  let closed = false;
+  const inFlight2 = /* @__PURE__ */ new Set();
   const refuse = (why) => {
     journal.refused.count++;
     if (journal.refused.sample.length < REFUSED_SAMPLE) journal.refused.sample.push(why.slice(0, 160));
@@ -86229,7 +86232,12 @@ function agentTools(stepEnv, repo) {
   };
   return {
     list: () => DESCRIPTIONS,
+    async close() {
+      closed = true;
+      await Promise.allSettled([...inFlight2]);
+    },
     async call(name, args, signal) {
+      if (closed) return refuse(`${String(name).slice(0, 40)}: the agent's run has ended`);
       const tool = DESCRIPTIONS.find((d) => d.name === name)?.name;
       if (tool === void 0) {
         return refuse(
@@ -86255,8 +86263,9 @@ function agentTools(stepEnv, repo) {
         );
       }
       admitted++;
+      let running;
       try {
-        return await queue.run(async () => {
+        running = queue.run(async () => {
           if (signal?.aborted) return { text: `${tool}: the agent's run ended`, isError: true };
           const started = Date.now();
           let ran;
@@ -86278,10 +86287,13 @@ function agentTools(stepEnv, repo) {
           };
           journal.calls.push(entry);
           env.save();
-          return { text: ran.text, isError: ran.isError };
+          return { text: ran.text.slice(0, ANSWER_MAX_CHARS), isError: ran.isError };
         });
+        inFlight2.add(running);
+        return await running;
       } finally {
         admitted--;
+        if (running) inFlight2.delete(running);
       }
     }
   };
@@ -86553,6 +86565,7 @@ var proposeStep = {
     const attempts = (ev.agent?.attempts ?? 0) + 1;
     const resultFile = join43(out, AGENT_RESULT_NAME);
     const python = venvPython(ctx.root);
+    const tools = ctx.config.agent.tools.enabled ? agentTools(env, repo) : void 0;
     const outcome = await ctx.agent.run({
       iteration: ev.iteration,
       ...ev.slot ? { slot: ev.slot } : {},
@@ -86574,8 +86587,9 @@ var proposeStep = {
       interpreter: python,
       signal: ctx.signal,
       isolation: await agentIsolation(ctx, repo, out),
-      ...ctx.config.agent.tools.enabled ? { tools: agentTools(env, repo) } : {}
+      ...tools ? { tools } : {}
     });
+    await tools?.close();
     rmSync26(join43(out, "home"), { recursive: true, force: true });
     const kept = BundleFiles.agentAttempt(attempts);
     rmSync26(bundle.path(kept), { recursive: true, force: true });

@@ -50,8 +50,10 @@ import {
 import { ledgerTable } from './prompt-context.js';
 import type { StepEnv } from './step.js';
 
-/** The longest answer kept in the journal (the agent got all of it). */
+/** The longest answer kept in the journal. */
 export const ANSWER_CHARS = 2000;
+/** The longest answer the agent gets (a profile diff is the longest the tools write). */
+const ANSWER_MAX_CHARS = 16_000;
 /** Calls that may wait behind the one running; more are refused at once. */
 const WAITING_CALLS = 4;
 /** Refused calls kept as examples in the journal. */
@@ -98,7 +100,13 @@ interface Ran {
 }
 
 /** The tools for one agent run: the interface the agent module serves, over this iteration's budget. */
-export function agentTools(stepEnv: StepEnv, repo: string): AgentTools {
+/** The tools of one agent run; `close` once the agent has ended. */
+export interface AgentToolsSession extends AgentTools {
+  /** Refuse any later call, and wait for the calls already admitted to end and be journalled. */
+  close(): Promise<void>;
+}
+
+export function agentTools(stepEnv: StepEnv, repo: string): AgentToolsSession {
   // The tools time on the tools' backend (context.ts): the measuring one where this process measures.
   const { ctx: loop } = stepEnv;
   const env: StepEnv =
@@ -117,6 +125,8 @@ export function agentTools(stepEnv: StepEnv, repo: string): AgentTools {
   const draw: DrawHolder = { iteration: ev.iteration };
   const queue = runQueue(loop);
   let admitted = 0; // calls admitted but not yet journalled (running or waiting)
+  let closed = false;
+  const inFlight = new Set<Promise<unknown>>();
 
   const refuse = (why: string): ToolAnswer => {
     journal.refused.count++;
@@ -126,7 +136,12 @@ export function agentTools(stepEnv: StepEnv, repo: string): AgentTools {
 
   return {
     list: () => DESCRIPTIONS,
+    async close() {
+      closed = true;
+      await Promise.allSettled([...inFlight]);
+    },
     async call(name, args, signal) {
+      if (closed) return refuse(`${String(name).slice(0, 40)}: the agent's run has ended`);
       const tool = DESCRIPTIONS.find((d) => d.name === name)?.name as ToolName | undefined;
       if (tool === undefined) {
         return refuse(
@@ -152,8 +167,9 @@ export function agentTools(stepEnv: StepEnv, repo: string): AgentTools {
         );
       }
       admitted++;
+      let running: Promise<ToolAnswer> | undefined;
       try {
-        return await queue.run(async () => {
+        running = queue.run(async () => {
           if (signal?.aborted) return { text: `${tool}: the agent's run ended`, isError: true };
           const started = Date.now();
           let ran: Ran;
@@ -177,10 +193,13 @@ export function agentTools(stepEnv: StepEnv, repo: string): AgentTools {
           };
           journal.calls.push(entry);
           env.save();
-          return { text: ran.text, isError: ran.isError };
+          return { text: ran.text.slice(0, ANSWER_MAX_CHARS), isError: ran.isError };
         });
+        inFlight.add(running);
+        return await running;
       } finally {
         admitted--;
+        if (running) inFlight.delete(running);
       }
     },
   };

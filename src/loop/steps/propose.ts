@@ -54,6 +54,7 @@ export const proposeStep: Step = {
     const attempts = (ev.agent?.attempts ?? 0) + 1;
     const resultFile = join(out, AGENT_RESULT_NAME);
     const python = venvPython(ctx.root);
+    const tools = ctx.config.agent.tools.enabled ? agentTools(env, repo) : undefined;
     const outcome = await ctx.agent.run({
       iteration: ev.iteration,
       ...(ev.slot ? { slot: ev.slot } : {}),
@@ -75,8 +76,10 @@ export const proposeStep: Step = {
       interpreter: python,
       signal: ctx.signal,
       isolation: await agentIsolation(ctx, repo, out),
-      ...(ctx.config.agent.tools.enabled ? { tools: agentTools(env, repo) } : {}),
+      ...(tools ? { tools } : {}),
     });
+    // A call still running when the agent ended is finished and journalled before its tree is taken.
+    await tools?.close();
     // What the agent wrote for us, into the bundle: plain files only (its output folder was writable to
     // it), each attempt into a folder of its own, emptied first (a resumed attempt starts again). Never
     // its HOME, which holds its private copy of its login.
