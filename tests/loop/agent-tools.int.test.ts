@@ -9,11 +9,10 @@ import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AgentTools } from '../../src/agent/index.js';
 import type { IterationEvidence } from '../../src/evidence/index.js';
 import { withContext } from '../../src/loop/drivers/commits.js';
 import { Bundle } from '../../src/loop/state/bundle.js';
-import { agentTools } from '../../src/loop/steps/agent-tools.js';
+import { type AgentToolsSession, agentTools } from '../../src/loop/steps/agent-tools.js';
 import { newEvidence } from '../../src/loop/steps/iteration.js';
 import { toolsSection } from '../../src/report/index.js';
 import { memoryLogger } from '../../src/util/log.js';
@@ -35,7 +34,7 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 /** A tools session over a fresh iteration of the toy repo, with the agent's clone at the champion. */
 async function withTools(
   overrides: Record<string, unknown>,
-  fn: (o: { tools: AgentTools; ev: IterationEvidence; agentRepo: string }) => Promise<void>,
+  fn: (o: { tools: AgentToolsSession; ev: IterationEvidence; agentRepo: string }) => Promise<void>,
 ): Promise<void> {
   await withContext(
     { configFile: join(repo, 'hillclimb.yml'), overrides, logger: memoryLogger() },
