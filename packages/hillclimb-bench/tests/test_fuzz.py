@@ -34,6 +34,7 @@ from hillclimb_bench.programs import Request
 HERE = Path(__file__).resolve().parent
 SRC = HERE.parent / "src"
 MUTATIONS = 600
+RANDOM_FILES = 24
 RAN, REFUSED, OTHER = 0, 10, 11
 
 # Exported in a child process, like every load below: a crash there cannot end the test.
@@ -93,6 +94,7 @@ for line in sys.stdin:
     index, folder = line.split(maxsplit=1)
     try:
         arm = verify.Arm("B", Path(folder.strip()))
+        arm.info = verify.reported_info(arm.folder)  # the manifest, read as a session reads it
         verify.load_arm(arm, [request], platform="cpu", continue_on_failure=False)
         if arm.failure is not None:
             code = {REFUSED}
@@ -145,15 +147,24 @@ def test_mutated_programs_run_are_refused_or_crash_but_never_anything_else(
     assert done.returncode == 0, done.stderr
     name = programs.file_name(_request())
     data = (honest / name).read_bytes()
-    manifest = (honest / programs.MANIFEST).read_text()
+    manifest = (honest / programs.MANIFEST).read_bytes()
     rng = random.Random(20261206)
+    # The manifest is the candidate's too, read for information only: honest, mutated or another
+    # document (its own generator, so the programs' mutations stay the same).
+    manifests = random.Random(35)
     folders = []
     for i in range(MUTATIONS):
         folder = tmp_path / f"m{i}"
         folder.mkdir()
         (folder / name).write_bytes(_mutate(data, rng))
-        # The manifest is the candidate's too: sometimes garbage, never read for a decision.
-        (folder / programs.MANIFEST).write_text(manifest if i % 3 else json.dumps({"schema": i}))
+        wrong = [json.dumps({"schema": i}).encode(), _mutate(manifest, manifests), manifest][i % 3]
+        (folder / programs.MANIFEST).write_bytes(wrong)
+        folders.append(folder)
+    # Files that were never a program: random bytes of random lengths, no manifest.
+    for i in range(RANDOM_FILES):
+        folder = tmp_path / f"r{i}"
+        folder.mkdir()
+        (folder / name).write_bytes(manifests.randbytes(manifests.randint(1, 4096)))
         folders.append(folder)
     # The honest program first: it must run, or every refusal below says nothing about the checks.
     first, *rest = _outcomes([honest, *folders], env)
@@ -162,9 +173,13 @@ def test_mutated_programs_run_are_refused_or_crash_but_never_anything_else(
     for i, outcome in enumerate(rest):
         outcomes.setdefault(outcome, []).append(i)
     summary = {k: len(v) for k, v in sorted(outcomes.items())}
-    print(f"outcomes of {MUTATIONS} mutations (0 ran, 10 refused, -N signal N): {summary}")
+    randoms = {k: sum(i >= MUTATIONS for i in v) for k, v in sorted(outcomes.items())}
+    print(
+        f"outcomes of {MUTATIONS} mutations and {RANDOM_FILES} random files (0 ran, 10 refused, "
+        f"-N signal N): {summary}, of which random files: {randoms}"
+    )
     raised = outcomes.get(OTHER)
-    assert not raised, f"mutations {raised} raised past the verifier's steps: {summary}"
+    assert not raised, f"cases {raised} raised past the verifier's steps: {summary}"
     assert set(outcomes) <= {RAN, REFUSED} | {k for k in outcomes if k < 0}
     assert outcomes.get(REFUSED), "no mutation was refused: the fuzzing did not reach the checks"
 
