@@ -357,11 +357,11 @@ def _out_of_range(x):
 
 
 def test_indices_out_of_range_stay_inside_the_buffers_xla_gave_them(tmp_path: Path) -> None:
-    """Why the verifier's own memory is not the candidate's to write (docs/security.md, "the process
-    that writes the numbers"): a verified program is XLA operations, whose indices XLA clamps or
-    drops whatever the program promises, plus allowed calls whose signatures were checked. This
-    holds the jaxlib in use to the first half: if a release wrote where these indices point, it
-    fails."""
+    """Why the verifier's own memory is not the candidate's to write (docs/security.md, What is
+    left, "The verifier trusts XLA and LAPACK"): a verified program is XLA operations, whose
+    indices XLA clamps or drops whatever the program promises, plus allowed calls whose signatures
+    were checked. This holds the jaxlib in use to the first half: if a release wrote where these
+    indices point, it fails."""
     args = (jax.ShapeDtypeStruct((64, 8), jnp.float32),)
     request = Request("fwd", "n64", "bench", args)
     exp = export.export(jax.jit(_out_of_range), platforms=["cpu"])(*args)

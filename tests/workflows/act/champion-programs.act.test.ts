@@ -5,7 +5,11 @@
 // from iteration 1's publish job through the store (hillclimb-data) to iteration 2's setup job, which
 // hands them over as an artifact with their digest; the champion is timed by them, and the candidate is
 // `no-op` — not `improved` by the champion's handicap. (Were they lost, the champion would be exported
-// again, arm-blind: tests/security/champion-programs.int.test.ts.)
+// again, arm-blind: tests/security/champion-programs.int.test.ts.) Then the champion is merged into main
+// and a person's PR adding the same docstring is measured by `/hillclimb measure` (pr-evidence.yml):
+// its authorize job hands main's kept programs over to the measuring job the same way.
+import { execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ActRun, ActWorld, actBinary, runAct } from '../../helpers/act.js';
@@ -14,6 +18,7 @@ import { tempDir } from '../../helpers/paths.js';
 import { ARM_A_SANDBAG_PATCH, DOCSTRING_PATCH, TOY_CONFIG } from '../../loop/toy-repo.js';
 import {
   GITHUB_URL,
+  git,
   makeWorkflowRepo,
   OWNER_REPO,
   remoteFile,
@@ -24,7 +29,8 @@ import {
 
 const act = actBinary();
 const TOKEN = 'ghs_actrunnertoken0000000000000002';
-const RUN = { won: 2101, next: 2102 };
+const OUTSIDER_TOKEN = 'ghp_outsidecontributortoken00000001';
+const RUN = { won: 2101, next: 2102, pr: 2103 };
 
 describe.skipIf(act.skip)(
   `a champion that sandbags its own export, on fresh runners${act.skip ? ` (skipped: ${act.skip})` : ''}`,
@@ -50,6 +56,50 @@ describe.skipIf(act.skip)(
         runId,
       });
     };
+    /**
+     * The champion merged into main, then a person's PR with the docstring (the comment-only change),
+     * measured by a maintainer's `/hillclimb measure <sha>` on fresh runners.
+     */
+    const measurePullRequest = async (champion: string) => {
+      execFileSync('git', ['--git-dir', repo.bare, 'update-ref', 'refs/heads/main', champion]);
+      git(repo.seed, {}, 'fetch', '-q', repo.bare, champion);
+      git(repo.seed, {}, 'checkout', '-q', '-B', 'docstring', champion);
+      const kernel = join(repo.seed, 'toy', 'kernel.py');
+      writeFileSync(kernel, DOCSTRING_PATCH.edit['toy/kernel.py']!(readFileSync(kernel, 'utf8')));
+      git(repo.seed, {}, 'commit', '-q', '-am', 'docstring: say what compute does');
+      git(repo.seed, {}, 'push', '-q', repo.bare, 'docstring:refs/heads/docstring');
+      const head = git(repo.seed, {}, 'rev-parse', 'HEAD').trim();
+      const res = await fetch(`${server.url}/repos/${OWNER_REPO}/pulls`, {
+        method: 'POST',
+        headers: { authorization: `token ${OUTSIDER_TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ title: 'docstring', head: 'docstring', base: 'main', body: 'a docstring' }),
+      });
+      if (res.status !== 201) throw new Error(`PR: ${res.status} ${await res.text()}`);
+      const { number } = (await res.json()) as { number: number };
+      syncWork(repo, world.env(), 'main');
+      const payload = {
+        action: 'created',
+        issue: {
+          number,
+          pull_request: { url: `${server.url}/repos/${OWNER_REPO}/pulls/${number}` },
+        },
+        comment: { body: `/hillclimb measure ${head}`, user: { login: 'octocat' } },
+        repository: { full_name: OWNER_REPO, default_branch: 'main' },
+      };
+      const run = await runAct({
+        act: act.path!,
+        world,
+        repo: repo.work,
+        workflow: 'pr-evidence.yml',
+        event: 'issue_comment',
+        payload,
+        secrets: { GITHUB_TOKEN: TOKEN },
+        apiUrl: server.url,
+        runId: RUN.pr,
+      });
+      return { run, comments: server.commentsOn(OWNER_REPO, number) };
+    };
+    let pr: Awaited<ReturnType<typeof measurePullRequest>> | undefined;
     const history = () =>
       remoteFile(repo, 'hillclimb-data', 'history/toy.jsonl')
         .trim()
@@ -75,6 +125,12 @@ describe.skipIf(act.skip)(
         kind: 'installation',
         permissions: { contents: 'write', pull_requests: 'write', issues: 'write', actions: 'write' },
       });
+      server.addToken(OUTSIDER_TOKEN, {
+        login: 'outsider',
+        kind: 'user',
+        permissions: { pull_requests: 'write' },
+      });
+      server.setCollaborator(OWNER_REPO, 'octocat', 'maintain');
       runs.won = await dispatch(RUN.won, { agent: 'replay', backend: 'local', iterations: '2' });
       const next = server.dispatchesOf(OWNER_REPO)[0];
       if (next) {
@@ -84,6 +140,8 @@ describe.skipIf(act.skip)(
           next.ref,
         );
       }
+      const champion = history()[0]?.candidateCommit;
+      if (runs.next && typeof champion === 'string') pr = await measurePullRequest(champion);
     }, 900_000);
 
     afterAll(async () => {
@@ -121,6 +179,17 @@ describe.skipIf(act.skip)(
       expect(String(row.reason)).toContain('identical');
       const ev = JSON.parse(remoteFile(repo, 'hillclimb-data', `runs/gh${RUN.won}/i002/evidence.json`));
       expect(ev.championPrograms).toEqual({ cpu: 'stored' });
+    });
+
+    it('/hillclimb measure of a PR on main after the merge, on a fresh runner: the kept programs again, no-op', () => {
+      expect(pr, 'the PR was not measured (no champion after iteration 1)').toBeDefined();
+      const { run: r, comments } = pr!;
+      expect(r.code, r.describe()).toBe(0);
+      expect(r.output('authorize', 'kept-programs', 'kept')).toMatch(/^[0-9a-f]{64}$/);
+      expect(r.result('measure-local')).toBe('success');
+      expect(r.output('comment', 'verdict')).toBe('no-op');
+      expect(comments).toHaveLength(1);
+      expect(comments[0]!.body).toContain('the champion timed by the programs it won with (from the store)');
     });
   },
 );
