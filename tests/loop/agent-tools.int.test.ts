@@ -160,6 +160,26 @@ describe('the agent tools', () => {
     });
   }, 120_000);
 
+  it('start no call once the machine seconds are spent, however many were admitted before', async () => {
+    // Attack: admit several calls while the budget is unspent (one runs, the rest wait), so that all of
+    // them run although the first alone spends the budget. Each export sleeps 1.2 s at import, past
+    // the 1 s budget: only calls admitted before any second was spent may start, whatever the load.
+    await withTools({ 'agent.tools.max_seconds': 1 }, async ({ tools, ev, agentRepo }) => {
+      edit(agentRepo, 'DELAY_S = 0.02', 'DELAY_S = 0.004\ntime.sleep(1.2)');
+      const answers = await Promise.all(Array.from({ length: 4 }, () => tools.call('check', {})));
+      let before = 0;
+      for (const c of ev.tools!.calls) {
+        expect(before, 'a call started after the machine seconds were spent').toBeLessThan(1000);
+        before += c.costMs;
+      }
+      expect(ev.tools!.calls).toHaveLength(1);
+      expect(answers.filter((a) => /machine second\(s\) this iteration are spent/.test(a.text))).toHaveLength(
+        3,
+      );
+      expect(ev.tools!.refused.count).toBe(3);
+    });
+  }, 60_000);
+
   it('refuse a call past the machine-second budget, and let only a few calls wait', async () => {
     await withTools({ 'agent.tools.max_seconds': 0 }, async ({ tools }) => {
       const answer = await tools.call('check', {});

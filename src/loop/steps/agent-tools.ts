@@ -156,11 +156,14 @@ export function agentTools(stepEnv: StepEnv, repo: string): AgentToolsSession {
           `${tool}: the tool budget of ${journal.budget.calls} call(s) this iteration is spent (agent.tools.max_calls)`,
         );
       }
-      if (tool !== 'ledger' && spent.seconds >= journal.budget.seconds) {
-        return refuse(
-          `${tool}: the tools' ${journal.budget.seconds} machine second(s) this iteration are spent (agent.tools.max_seconds); ledger still answers`,
-        );
-      }
+      const secondsSpent = () =>
+        tool !== 'ledger' && toolsSpent(journal).seconds >= journal.budget.seconds
+          ? refuse(
+              `${tool}: the tools' ${journal.budget.seconds} machine second(s) this iteration are spent (agent.tools.max_seconds); ledger still answers`,
+            )
+          : undefined;
+      const spentAlready = secondsSpent();
+      if (spentAlready) return spentAlready;
       if (queue.waiting >= WAITING_CALLS) {
         return refuse(
           `${tool}: ${queue.waiting} calls are already waiting; call again when one has answered`,
@@ -171,6 +174,9 @@ export function agentTools(stepEnv: StepEnv, repo: string): AgentToolsSession {
       try {
         running = queue.run(async () => {
           if (signal?.aborted) return { text: `${tool}: the agent's run ended`, isError: true };
+          // Asked again at its turn: the calls it waited behind may have spent the seconds.
+          const spentWhileWaiting = secondsSpent();
+          if (spentWhileWaiting) return spentWhileWaiting;
           const started = Date.now();
           let ran: Ran;
           try {
