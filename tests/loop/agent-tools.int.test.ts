@@ -10,10 +10,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IterationEvidence } from '../../src/evidence/index.js';
+import type { LoopContext } from '../../src/loop/context.js';
 import { withContext } from '../../src/loop/drivers/commits.js';
 import { Bundle } from '../../src/loop/state/bundle.js';
 import { type AgentToolsSession, agentTools } from '../../src/loop/steps/agent-tools.js';
 import { newEvidence } from '../../src/loop/steps/iteration.js';
+import { knownProfileSummary } from '../../src/loop/steps/profile.js';
 import { toolsSection } from '../../src/report/index.js';
 import { memoryLogger } from '../../src/util/log.js';
 import { makeToyRepo } from './toy-repo.js';
@@ -34,7 +36,12 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 /** A tools session over a fresh iteration of the toy repo, with the agent's clone at the champion. */
 async function withTools(
   overrides: Record<string, unknown>,
-  fn: (o: { tools: AgentToolsSession; ev: IterationEvidence; agentRepo: string }) => Promise<void>,
+  fn: (o: {
+    tools: AgentToolsSession;
+    ev: IterationEvidence;
+    agentRepo: string;
+    ctx: LoopContext;
+  }) => Promise<void>,
 ): Promise<void> {
   await withContext(
     { configFile: join(repo, 'hillclimb.yml'), overrides, logger: memoryLogger() },
@@ -47,7 +54,7 @@ async function withTools(
       const agentRepo = join(mkdtempSync(join(root, 'agent-')), 'repo');
       await ctx.git.cloneForAgent(agentRepo, base);
       const tools = agentTools({ ctx, bundle, ev, save: () => bundle.save(ev) }, agentRepo);
-      await fn({ tools, ev, agentRepo });
+      await fn({ tools, ev, agentRepo, ctx });
     },
   );
 }
@@ -59,7 +66,7 @@ function edit(agentRepo: string, from: string, to: string): void {
 
 describe('the agent tools', () => {
   it('tell a wrong kernel from a faster one, and journal every call without making it evidence', async () => {
-    await withTools({}, async ({ tools, ev, agentRepo }) => {
+    await withTools({}, async ({ tools, ev, agentRepo, ctx }) => {
       expect(tools.list().map((t) => t.name)).toEqual(['check', 'screen', 'profile', 'ledger']);
 
       const unchanged = await tools.call('check', {});
@@ -88,6 +95,9 @@ describe('the agent tools', () => {
       const profiled = await tools.call('profile', {});
       expect(profiled.isError, profiled.text).toBe(false);
       expect(profiled.text).toMatch(/^profile of your tree against the champion's/);
+      // The champion's profile it made while the agent ran is the call's own: neither cached nor
+      // stored, so the profile step (and later iterations) profile the champion themselves.
+      expect(await knownProfileSummary(ctx, ev.base.commit)).toBeUndefined();
 
       const ledger = await tools.call('ledger', {});
       expect(ledger).toEqual({

@@ -474,7 +474,9 @@ async function profile(env: StepEnv, draw: DrawHolder, commit: string): Promise<
     }
     throw e;
   }
-  const champion = await championProfile(ctx, ev.base.commit);
+  // Never into the champion's cached or shared profile: the agent runs (and may load the machine) while
+  // it is made, and the profile step and later iterations would show it.
+  const champion = await championProfile(ctx, ev.base.commit, { scratch: join(work, 'champion') });
   return {
     text: `profile of your tree against the champion's (advisory):\n${withoutPaths(formatDiff(diffSummaries(champion.summary, summary), 12))}`,
     isError: false,
