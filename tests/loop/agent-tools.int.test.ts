@@ -41,6 +41,7 @@ async function withTools(
     ev: IterationEvidence;
     agentRepo: string;
     ctx: LoopContext;
+    sibling: () => AgentToolsSession;
   }) => Promise<void>,
 ): Promise<void> {
   await withContext(
@@ -54,7 +55,13 @@ async function withTools(
       const agentRepo = join(mkdtempSync(join(root, 'agent-')), 'repo');
       await ctx.git.cloneForAgent(agentRepo, base);
       const tools = agentTools({ ctx, bundle, ev, save: () => bundle.save(ev) }, agentRepo);
-      await fn({ tools, ev, agentRepo, ctx });
+      // Another candidate's agent of the same search, calling tools of its own on the same run.
+      const sibling = () => {
+        const other = newEvidence(ctx, { iteration: 1, base: { commit: base } });
+        other.slot = { index: 2, of: 2 };
+        return agentTools({ ctx, bundle, ev: other, save: () => undefined }, agentRepo);
+      };
+      await fn({ tools, ev, agentRepo, ctx, sibling });
     },
   );
 }
@@ -218,6 +225,15 @@ describe('the agent tools', () => {
       // refused the rest.
       expect(answers.filter((a) => !a.isError)).toHaveLength(4);
       expect(busy).toHaveLength(46);
+    });
+    // Attack: in a search, one candidate's agent keeps the run's queue full so that its siblings'
+    // calls are refused. Each agent has waiting room of its own.
+    await withTools({}, async ({ tools, sibling }) => {
+      const flood = Array.from({ length: 50 }, () => tools.call('ledger', {}));
+      const other = sibling();
+      const theirs = await Promise.all([other.call('ledger', {}), other.call('ledger', {})]);
+      expect(theirs.map((a) => a.isError)).toEqual([false, false]);
+      expect((await Promise.all(flood)).filter((a) => !a.isError)).toHaveLength(4);
     });
   }, 60_000);
 });

@@ -54,7 +54,7 @@ import type { StepEnv } from './step.js';
 export const ANSWER_CHARS = 2000;
 /** The longest answer the agent gets (a profile diff is the longest the tools write). */
 const ANSWER_MAX_CHARS = 16_000;
-/** Calls that may wait behind the one running; more are refused at once. */
+/** Calls one agent may have running and waiting; more are refused at once. */
 const WAITING_CALLS = 4;
 /** Refused calls kept as examples in the journal. */
 const REFUSED_SAMPLE = 10;
@@ -164,10 +164,10 @@ export function agentTools(stepEnv: StepEnv, repo: string): AgentToolsSession {
           : undefined;
       const spentAlready = secondsSpent();
       if (spentAlready) return spentAlready;
-      if (queue.waiting >= WAITING_CALLS) {
-        return refuse(
-          `${tool}: ${queue.waiting} calls are already waiting; call again when one has answered`,
-        );
+      // Counted per agent, not per queue: a search's agents share the queue, and one that kept it full
+      // would have its siblings' calls refused.
+      if (admitted >= WAITING_CALLS) {
+        return refuse(`${tool}: ${admitted} calls are already waiting; call again when one has answered`);
       }
       admitted++;
       let running: Promise<ToolAnswer> | undefined;
@@ -504,18 +504,11 @@ function runQueue(ctx: LoopContext) {
 
 function newQueue() {
   let tail: Promise<unknown> = Promise.resolve();
-  const q = {
-    waiting: 0,
+  return {
     run<T>(fn: () => Promise<T>): Promise<T> {
-      q.waiting++;
-      const start = () => {
-        q.waiting--;
-        return fn();
-      };
-      const p = tail.then(start, start);
+      const p = tail.then(fn, fn);
       tail = p.catch(() => undefined);
       return p;
     },
   };
-  return q;
 }
