@@ -42,6 +42,7 @@ async function withTools(
     agentRepo: string;
     ctx: LoopContext;
     sibling: () => AgentToolsSession;
+    bundle: Bundle;
   }) => Promise<void>,
 ): Promise<void> {
   await withContext(
@@ -61,7 +62,7 @@ async function withTools(
         other.slot = { index: 2, of: 2 };
         return agentTools({ ctx, bundle, ev: other, save: () => undefined }, agentRepo);
       };
-      await fn({ tools, ev, agentRepo, ctx, sibling });
+      await fn({ tools, ev, agentRepo, ctx, sibling, bundle });
     },
   );
 }
@@ -73,7 +74,9 @@ function edit(agentRepo: string, from: string, to: string): void {
 
 describe('the agent tools', () => {
   it('tell a wrong kernel from a faster one, and journal every call without making it evidence', async () => {
-    await withTools({}, async ({ tools, ev, agentRepo, ctx }) => {
+    await withTools({}, async ({ tools, ev, agentRepo, ctx, bundle }) => {
+      // The gate's draw, were it drawn already: no tool call may ask for its shapes, nor change it.
+      ev.draw = 4242;
       expect(tools.list().map((t) => t.name)).toEqual(['check', 'screen', 'profile', 'ledger']);
 
       const unchanged = await tools.call('check', {});
@@ -91,6 +94,9 @@ describe('the agent tools', () => {
       edit(agentRepo, 'DELAY_S = 0.02', 'DELAY_S = 0.004');
       const right = await tools.call('check', {});
       expect(right).toEqual({ isError: false, text: expect.stringMatching(/^check: passed: 1 program/) });
+      const session = JSON.parse(readFileSync(bundle.path('tools/003/session.json'), 'utf8'));
+      expect(session.draw).toEqual(expect.any(Number));
+      expect(session.draw).not.toBe(4242);
 
       const screened = await tools.call('screen', { rounds: 3 });
       expect(screened.isError).toBe(false);
@@ -126,6 +132,8 @@ describe('the agent tools', () => {
       expect(calls[2]!.tree).toBe(calls[3]!.tree);
       expect(calls[3]!.answer).toBe(screened.text);
       // Nothing a tool found is the iteration's evidence.
+      expect(ev.draw).toBe(4242);
+      expect(ev.requests).toBeUndefined();
       expect(ev.gates).toEqual({});
       expect(ev.measurement).toBeUndefined();
       expect(ev.screen).toBeUndefined();
