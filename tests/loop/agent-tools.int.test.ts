@@ -41,7 +41,7 @@ async function withTools(
     ev: IterationEvidence;
     agentRepo: string;
     ctx: LoopContext;
-    sibling: () => AgentToolsSession;
+    sibling: () => { tools: AgentToolsSession; ev: IterationEvidence };
     bundle: Bundle;
   }) => Promise<void>,
 ): Promise<void> {
@@ -60,7 +60,9 @@ async function withTools(
       const sibling = () => {
         const other = newEvidence(ctx, { iteration: 1, base: { commit: base } });
         other.slot = { index: 2, of: 2 };
-        return agentTools({ ctx, bundle, ev: other, save: () => undefined }, agentRepo);
+        // Its own context object, as a search gives each candidate's steps (drivers/search.ts).
+        const tools = agentTools({ ctx: { ...ctx }, bundle, ev: other, save: () => undefined }, agentRepo);
+        return { tools, ev: other };
       };
       await fn({ tools, ev, agentRepo, ctx, sibling, bundle });
     },
@@ -238,10 +240,18 @@ describe('the agent tools', () => {
     // calls are refused. Each agent has waiting room of its own.
     await withTools({}, async ({ tools, sibling }) => {
       const flood = Array.from({ length: 50 }, () => tools.call('ledger', {}));
-      const other = sibling();
+      const other = sibling().tools;
       const theirs = await Promise.all([other.call('ledger', {}), other.call('ledger', {})]);
       expect(theirs.map((a) => a.isError)).toEqual([false, false]);
       expect((await Promise.all(flood)).filter((a) => !a.isError)).toHaveLength(4);
+    });
+    // ...and the queue is the run's: a sibling's call starts only once the call ahead of it has ended.
+    await withTools({}, async ({ tools, ev, sibling }) => {
+      const other = sibling();
+      await Promise.all([tools.call('check', {}), other.tools.call('ledger', {})]);
+      const first = ev.tools!.calls[0]!;
+      const second = other.ev.tools!.calls[0]!;
+      expect(Date.parse(second.at)).toBeGreaterThanOrEqual(Date.parse(first.at) + first.costMs);
     });
   }, 60_000);
 });

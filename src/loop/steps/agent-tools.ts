@@ -491,13 +491,17 @@ function withoutPaths(diff: string): string {
     .join('\n');
 }
 
-/** One queue of tool work per run, whichever candidate's agent calls: calls run one at a time. */
-const queues = new WeakMap<LoopContext, ReturnType<typeof newQueue>>();
+/**
+ * One queue of tool work per run, whichever candidate's agent calls: calls run one at a time. Keyed by
+ * the tools' backend, which every context of the run shares (a search gives each candidate's steps a
+ * copy of the context, so a queue keyed by the context was each candidate's own).
+ */
+const queues = new WeakMap<LoopContext['toolsBackend'], ReturnType<typeof newQueue>>();
 function runQueue(ctx: LoopContext) {
-  let q = queues.get(ctx);
+  let q = queues.get(ctx.toolsBackend);
   if (!q) {
     q = newQueue();
-    queues.set(ctx, q);
+    queues.set(ctx.toolsBackend, q);
   }
   return q;
 }
