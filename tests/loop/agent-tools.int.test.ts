@@ -5,17 +5,19 @@
  * and what it cannot do: pass a path, exceed the budget, flood the queue, or turn an answer into evidence.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Agent } from '../../src/agent/index.js';
 import type { IterationEvidence } from '../../src/evidence/index.js';
 import type { LoopContext } from '../../src/loop/context.js';
 import { withContext } from '../../src/loop/drivers/commits.js';
-import { Bundle } from '../../src/loop/state/bundle.js';
+import { Bundle, BundleFiles } from '../../src/loop/state/bundle.js';
 import { type AgentToolsSession, agentTools } from '../../src/loop/steps/agent-tools.js';
 import { newEvidence } from '../../src/loop/steps/iteration.js';
 import { knownProfileSummary } from '../../src/loop/steps/profile.js';
+import { proposeStep } from '../../src/loop/steps/propose.js';
 import { toolsSection } from '../../src/report/index.js';
 import { memoryLogger } from '../../src/util/log.js';
 import { makeToyRepo } from './toy-repo.js';
@@ -73,6 +75,39 @@ function edit(agentRepo: string, from: string, to: string): void {
   const file = join(agentRepo, 'toy', 'kernel.py');
   writeFileSync(file, readFileSync(file, 'utf8').replace(from, to));
 }
+
+describe('the agent tools when the agent fails', () => {
+  it('a call still running when the agent throws is finished and journalled before propose fails', async () => {
+    // Attack: start a slow call and make the agent end by an exception (not an outcome): were the session
+    // not closed then, the call would go on past the step and write the evidence at a time of its own.
+    await withContext(
+      {
+        configFile: join(repo, 'hillclimb.yml'),
+        overrides: {},
+        logger: memoryLogger(),
+      },
+      `tools-${Math.random().toString(16).slice(2, 8)}`,
+      ['propose', 'cpu-gate'],
+      async (ctx) => {
+        const base = await ctx.git.revParse('HEAD');
+        const ev = newEvidence(ctx, { iteration: 1, base: { commit: base } });
+        const bundle = new Bundle(mkdtempSync(join(root, 'bundle-')));
+        mkdirSync(dirname(bundle.path(BundleFiles.prompt)), { recursive: true });
+        writeFileSync(bundle.path(BundleFiles.prompt), 'improve the toy kernel\n');
+        const failing: Agent = {
+          name: 'failing',
+          async run(request) {
+            void request.tools!.call('check', {});
+            throw new Error('the agent crashed');
+          },
+        };
+        const env = { ctx: { ...ctx, agent: failing }, bundle, ev, save: () => bundle.save(ev) };
+        await expect(proposeStep.run(env)).rejects.toThrow('the agent crashed');
+        expect(ev.tools!.calls.map((c) => c.tool)).toEqual(['check']);
+      },
+    );
+  }, 60_000);
+});
 
 describe('the agent tools', () => {
   it('tell a wrong kernel from a faster one, and journal every call without making it evidence', async () => {
