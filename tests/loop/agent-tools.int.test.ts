@@ -5,7 +5,15 @@
  * and what it cannot do: pass a path, exceed the budget, flood the queue, or turn an answer into evidence.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -148,6 +156,11 @@ describe('the agent tools', () => {
       // The champion's profile it made while the agent ran is the call's own: neither cached nor
       // stored, so the profile step (and later iterations) profile the champion themselves.
       expect(await knownProfileSummary(ctx, ev.base.commit)).toBeUndefined();
+      // The bundle keeps each call's logs and session, not its programs or traces (the agent decides
+      // how many calls it makes and how big its programs are).
+      const kept = readdirSync(bundle.path('tools'), { recursive: true }).map(String);
+      expect(kept).toContain(join('005', 'session.json'));
+      expect(kept.filter((f) => /(^|\/)(programs|trace)(\/|$)/.test(f))).toEqual([]);
 
       const ledger = await tools.call('ledger', {});
       expect(ledger).toEqual({

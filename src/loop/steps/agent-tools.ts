@@ -189,6 +189,7 @@ export function agentTools(stepEnv: StepEnv, repo: string): AgentToolsSession {
               isError: true,
             };
           }
+          dropBulk(callDir(env, journal.calls.length + 1));
           const entry: ToolCallEvidence = {
             tool,
             ...(ran.tree ? { tree: ran.tree } : {}),
@@ -261,12 +262,28 @@ async function runTool(
   return { ...found, tree: snap.tree };
 }
 
-/** The folder of this iteration's tool work in its bundle (no step reads it). */
+/** The folder of call `n`'s work in the bundle (no step reads it). */
+function callDir(env: StepEnv, n: number): string {
+  return env.bundle.path(join('tools', String(n).padStart(3, '0')));
+}
+
+/** The folder of this call's tool work, emptied. */
 function toolsDir(env: StepEnv, n: number): string {
-  const dir = env.bundle.path(join('tools', String(n).padStart(3, '0')));
+  const dir = callDir(env, n);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   return dir;
+}
+
+/**
+ * A call's programs and traces, once it has answered: the bundle keeps its logs and sessions. Each call
+ * could add an export's programs and a profile's traces, and the agent decides how many calls it makes
+ * and how big its programs are; the bundle travels between jobs and to the store.
+ */
+function dropBulk(dir: string): void {
+  for (const bulk of ['programs', 'trace', join('champion', 'trace')]) {
+    rmSync(join(dir, bulk), { recursive: true, force: true });
+  }
 }
 
 /**
