@@ -29,11 +29,17 @@ export interface SnapshotLimits {
   maxFileBytes: number;
   /** Refuse the tree past this many bytes in all (only copied files count). */
   maxTotalBytes: number;
+  /**
+   * Refuse the tree past this many files and folders: empty files count for nothing against the bytes,
+   * and the walk is synchronous (a tool call's snapshot holds the harness while it runs).
+   */
+  maxEntries: number;
 }
 
 export const DEFAULT_SNAPSHOT_LIMITS: SnapshotLimits = {
   maxFileBytes: 10 * 1024 * 1024,
   maxTotalBytes: 512 * 1024 * 1024,
+  maxEntries: 100_000,
 };
 
 export interface SnapshotResult {
@@ -60,6 +66,7 @@ export function snapshotTree(
 ): SnapshotResult {
   const result: SnapshotResult = { written: [], removed: [], refused: [] };
   let total = 0;
+  let entries = 0;
   const seen = new Set<string>();
 
   // The agent may still be running (a tool call snapshots a live tree), so any check of a path can be
@@ -69,6 +76,7 @@ export function snapshotTree(
     for (const name of readdirSync(entryPath(dir)).sort()) {
       const path = rel === '' ? name : `${rel}/${name}`;
       if (rel === '' && name === '.git') continue;
+      if (++entries > limits.maxEntries) throw new TooManyEntries();
       if (name === '.git') {
         // A repository inside the tree: its config and attributes (filters, hooks, fsmonitor) would
         // run for whoever runs git there next, outside the sandbox. Never taken, file or folder.
@@ -126,6 +134,10 @@ export function snapshotTree(
   if (!byDescriptor) folderPaths.set(root, src);
   try {
     walk('', root);
+  } catch (e) {
+    if (!(e instanceof TooManyEntries)) throw e;
+    result.refused.push(`.: more than ${limits.maxEntries} files and folders (the limit); nothing was taken`);
+    return result;
   } finally {
     folderPaths.delete(root);
     closeSync(root);
@@ -150,6 +162,9 @@ export function snapshotTree(
   prune('');
   return result;
 }
+
+/** The walk's way out when the tree has more entries than the limit. */
+class TooManyEntries extends Error {}
 
 /**
  * The path of an open folder (or of an entry in it) that names the folder by its descriptor, so the

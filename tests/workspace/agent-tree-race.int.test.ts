@@ -55,6 +55,7 @@ vi.mock('node:fs', async (importOriginal) => {
 });
 
 const { snapshotTree } = await import('../../src/workspace/index.js');
+const { DEFAULT_SNAPSHOT_LIMITS } = await import('../../src/workspace/agent-tree.js');
 const {
   mkdirSync,
   mkdtempSync,
@@ -141,20 +142,29 @@ describe('a snapshot of a tree its agent is still changing', () => {
   });
 
   it('never opens a pipe swapped in after the check (an open would block the harness for good)', () => {
+    const pipe = join(root, `pipe-${Date.now()}`);
+    execFileSync('python3', ['-c', 'import os, sys; os.mkfifo(sys.argv[1])', pipe]); // Node has no mkfifo
     swap.path = join(tree, 'f.py');
-    swap.to = (p) => {
-      rmSync(p);
-      execFileSync('python3', ['-c', 'import os, sys; os.mkfifo(sys.argv[1])', p]); // Node has no mkfifo
-      // A blocking open would wait for a writer for good, and no test timeout can end a blocked
-      // thread: a writer comes after 3 s (and gives up after 6), so such a snapshot fails on time.
-      spawn('timeout', ['6', 'sh', '-c', 'sleep 3; echo > "$1"', 'sh', p], {
-        detached: true,
-        stdio: 'ignore',
-      }).unref();
-    };
+    swap.to = (p) => renameSync(pipe, p);
+    // A blocking open would wait for a writer for good, and no test timeout can end a blocked thread:
+    // a writer comes 3 s after `started` (and gives up at 6), so such a snapshot takes 3 s at least.
     const started = Date.now();
+    spawn('timeout', ['6', 'sh', '-c', 'sleep 3; echo > "$1"', 'sh', swap.path], {
+      detached: true,
+      stdio: 'ignore',
+    }).unref();
     snapshot();
     expect(swap.to).toBeUndefined();
-    expect(Date.now() - started).toBeLessThan(2500);
+    expect(Date.now() - started).toBeLessThan(3000);
   }, 10_000);
+});
+
+describe('a snapshot of a tree of too many entries', () => {
+  it('stops at the limit and takes nothing (empty files count for nothing against the bytes)', () => {
+    for (let i = 0; i < 5; i++) writeFileSync(join(tree, `e${i}.py`), '');
+    const taken = snapshotTree(tree, dest, { ...DEFAULT_SNAPSHOT_LIMITS, maxEntries: 4 });
+    expect(taken.refused).toEqual(['.: more than 4 files and folders (the limit); nothing was taken']);
+    expect(taken.removed).toEqual([]);
+    expect(DEFAULT_SNAPSHOT_LIMITS.maxEntries).toBe(100_000);
+  });
 });
