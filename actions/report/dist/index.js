@@ -45829,17 +45829,20 @@ import {
 import { join as join3 } from "node:path";
 var DEFAULT_SNAPSHOT_LIMITS = {
   maxFileBytes: 10 * 1024 * 1024,
-  maxTotalBytes: 512 * 1024 * 1024
+  maxTotalBytes: 512 * 1024 * 1024,
+  maxEntries: 1e5
 };
 var CONTROL_FILES = /* @__PURE__ */ new Set([".gitattributes", ".gitmodules"]);
 function snapshotTree(src, dest, limits = DEFAULT_SNAPSHOT_LIMITS) {
   const result = { written: [], removed: [], refused: [] };
   let total = 0;
+  let entries = 0;
   const seen = /* @__PURE__ */ new Set();
   const walk3 = (rel, dir) => {
     for (const name of readdirSync2(entryPath(dir)).sort()) {
       const path6 = rel === "" ? name : `${rel}/${name}`;
       if (rel === "" && name === ".git") continue;
+      if (++entries > limits.maxEntries) throw new TooManyEntries();
       if (name === ".git") {
         result.refused.push(`${path6}: a nested git repository is never taken from an agent`);
         continue;
@@ -45883,6 +45886,10 @@ function snapshotTree(src, dest, limits = DEFAULT_SNAPSHOT_LIMITS) {
   if (!byDescriptor) folderPaths.set(root, src);
   try {
     walk3("", root);
+  } catch (e) {
+    if (!(e instanceof TooManyEntries)) throw e;
+    result.refused.push(`.: more than ${limits.maxEntries} files and folders (the limit); nothing was taken`);
+    return result;
   } finally {
     folderPaths.delete(root);
     closeSync4(root);
@@ -45905,6 +45912,8 @@ function snapshotTree(src, dest, limits = DEFAULT_SNAPSHOT_LIMITS) {
   prune("");
   return result;
 }
+var TooManyEntries = class extends Error {
+};
 var byDescriptor = existsSync6("/proc/self/fd");
 var folderPaths = /* @__PURE__ */ new Map();
 function entryPath(dir, name) {
@@ -83067,7 +83076,7 @@ function noRefusals() {
 }
 function recordRefusal(r, why) {
   r.count++;
-  if (r.sample.length < REFUSAL_SAMPLE) r.sample.push(why.slice(0, REFUSAL_CHARS));
+  if (r.sample.length < REFUSAL_SAMPLE) r.sample.push(why.replace(/\s+/g, " ").slice(0, REFUSAL_CHARS));
 }
 function refusalText(r) {
   const more = r.count > r.sample.length ? `, \u2026 (${r.count} in all)` : "";
@@ -85961,14 +85970,17 @@ async function shareProfileSummary(ctx, commit2, summaryFile) {
     ctx.logger.warn(`could not store the profile of ${commit2.slice(0, 12)}: ${errorMessage(e)}`);
   }
 }
-async function championProfile(ctx, commit2) {
-  const dir = cacheDir(ctx, commit2);
-  const summaryFile = join39(dir, "summary.json");
-  const traceDir = join39(dir, "trace");
-  const cachedSummary = existsSync25(summaryFile) ? current(readJson(summaryFile)) : void 0;
-  if (cachedSummary !== void 0) return { traceDir, summary: cachedSummary, cached: true };
+async function championProfile(ctx, commit2, opts = {}) {
+  const cache2 = cacheDir(ctx, commit2);
+  const cachedFile = join39(cache2, "summary.json");
+  const cachedSummary = existsSync25(cachedFile) ? current(readJson(cachedFile)) : void 0;
+  if (cachedSummary !== void 0)
+    return { traceDir: join39(cache2, "trace"), summary: cachedSummary, cached: true };
   const stored = await knownProfileSummary(ctx, commit2);
   if (stored) return { traceDir: storedProfileKey(ctx, commit2), summary: stored, cached: true };
+  const dir = opts.scratch ?? cache2;
+  const summaryFile = join39(dir, "summary.json");
+  const traceDir = join39(dir, "trace");
   const where2 = { iteration: 0 };
   const platform3 = ctx.backend.info().platform;
   const plan = await requestPlan(ctx, where2, { backend: ctx.backend, harness: commit2, platform: platform3 });
@@ -85983,7 +85995,7 @@ async function championProfile(ctx, commit2) {
     name: `profile-${commit2.slice(0, 12)}`
   });
   writeJsonAtomic(summaryFile, summary2);
-  await shareProfileSummary(ctx, commit2, summaryFile);
+  if (opts.scratch === void 0) await shareProfileSummary(ctx, commit2, summaryFile);
   return { traceDir, summary: summary2, cached: false };
 }
 
@@ -86320,10 +86332,8 @@ function agentTools(stepEnv, repo) {
       ) : void 0;
       const spentAlready = secondsSpent();
       if (spentAlready) return spentAlready;
-      if (queue.waiting >= WAITING_CALLS) {
-        return refuse(
-          `${tool}: ${queue.waiting} calls are already waiting; call again when one has answered`
-        );
+      if (admitted >= WAITING_CALLS) {
+        return refuse(`${tool}: ${admitted} calls are already waiting; call again when one has answered`);
       }
       admitted++;
       let running;
@@ -86342,6 +86352,7 @@ function agentTools(stepEnv, repo) {
               isError: true
             };
           }
+          dropBulk(callDir(env, journal.calls.length + 1));
           const entry = {
             tool,
             ...ran.tree ? { tree: ran.tree } : {},
@@ -86398,11 +86409,19 @@ async function runTool(env, repo, draw, tool, args) {
   const found = tool === "check" ? await check(env, draw, snap.commit) : tool === "screen" ? await screen(env, draw, snap.commit, args.rounds) : await profile(env, draw, snap.commit);
   return { ...found, tree: snap.tree };
 }
+function callDir(env, n2) {
+  return env.bundle.path(join42("tools", String(n2).padStart(3, "0")));
+}
 function toolsDir(env, n2) {
-  const dir = env.bundle.path(join42("tools", String(n2).padStart(3, "0")));
+  const dir = callDir(env, n2);
   rmSync25(dir, { recursive: true, force: true });
   mkdirSync24(dir, { recursive: true });
   return dir;
+}
+function dropBulk(dir) {
+  for (const bulk of ["programs", "trace", join42("champion", "trace")]) {
+    rmSync25(join42(dir, bulk), { recursive: true, force: true });
+  }
 }
 async function snapshot({ ctx, ev }, repo) {
   const base = ev.base.commit;
@@ -86576,7 +86595,7 @@ async function profile(env, draw, commit2) {
     }
     throw e;
   }
-  const champion = await championProfile(ctx, ev.base.commit);
+  const champion = await championProfile(ctx, ev.base.commit, { scratch: join42(work, "champion") });
   return {
     text: `profile of your tree against the champion's (advisory):
 ${withoutPaths(formatDiff(diffSummaries(champion.summary, summary2), 12))}`,
@@ -86588,29 +86607,22 @@ function withoutPaths(diff) {
 }
 var queues = /* @__PURE__ */ new WeakMap();
 function runQueue(ctx) {
-  let q = queues.get(ctx);
+  let q = queues.get(ctx.toolsBackend);
   if (!q) {
     q = newQueue();
-    queues.set(ctx, q);
+    queues.set(ctx.toolsBackend, q);
   }
   return q;
 }
 function newQueue() {
   let tail = Promise.resolve();
-  const q = {
-    waiting: 0,
+  return {
     run(fn) {
-      q.waiting++;
-      const start = () => {
-        q.waiting--;
-        return fn();
-      };
-      const p = tail.then(start, start);
+      const p = tail.then(fn, fn);
       tail = p.catch(() => void 0);
       return p;
     }
   };
-  return q;
 }
 
 // src/loop/steps/propose.ts
@@ -86631,30 +86643,34 @@ var proposeStep = {
     const resultFile = join43(out, AGENT_RESULT_NAME);
     const python = venvPython(ctx.root);
     const tools = ctx.config.agent.tools.enabled ? agentTools(env, repo) : void 0;
-    const outcome = await ctx.agent.run({
-      iteration: ev.iteration,
-      ...ev.slot ? { slot: ev.slot } : {},
-      workdir: repo,
-      prompt: readFileSync29(bundle.path(BundleFiles.prompt), "utf8"),
-      resultFile,
-      logFile: join43(out, AGENT_LOG_NAME),
-      timeoutMs: ctx.config.agent.timeout_minutes * MINUTE_MS3,
-      idleTimeoutMs: ctx.config.agent.idle_timeout_minutes * MINUTE_MS3,
-      env: {
-        HILLCLIMB_ITERATION: String(ev.iteration),
-        ...ev.slot ? { HILLCLIMB_CANDIDATE: `${ev.slot.index}/${ev.slot.of}` } : {},
-        HILLCLIMB_TARGET: ctx.target.name,
-        HILLCLIMB_RESULT_FILE: resultFile,
-        // `python` is the project's interpreter too, for commands of the agent's own; the prompt's test
-        // command names it by its absolute path, which a login shell's PATH cannot lose.
-        PATH: [dirname21(python), process.env.PATH ?? ""].join(delimiter2)
-      },
-      interpreter: python,
-      signal: ctx.signal,
-      isolation: await agentIsolation(ctx, repo, out),
-      ...tools ? { tools } : {}
-    });
-    await tools?.close();
+    let outcome;
+    try {
+      outcome = await ctx.agent.run({
+        iteration: ev.iteration,
+        ...ev.slot ? { slot: ev.slot } : {},
+        workdir: repo,
+        prompt: readFileSync29(bundle.path(BundleFiles.prompt), "utf8"),
+        resultFile,
+        logFile: join43(out, AGENT_LOG_NAME),
+        timeoutMs: ctx.config.agent.timeout_minutes * MINUTE_MS3,
+        idleTimeoutMs: ctx.config.agent.idle_timeout_minutes * MINUTE_MS3,
+        env: {
+          HILLCLIMB_ITERATION: String(ev.iteration),
+          ...ev.slot ? { HILLCLIMB_CANDIDATE: `${ev.slot.index}/${ev.slot.of}` } : {},
+          HILLCLIMB_TARGET: ctx.target.name,
+          HILLCLIMB_RESULT_FILE: resultFile,
+          // `python` is the project's interpreter too, for commands of the agent's own; the prompt's test
+          // command names it by its absolute path, which a login shell's PATH cannot lose.
+          PATH: [dirname21(python), process.env.PATH ?? ""].join(delimiter2)
+        },
+        interpreter: python,
+        signal: ctx.signal,
+        isolation: await agentIsolation(ctx, repo, out),
+        ...tools ? { tools } : {}
+      });
+    } finally {
+      await tools?.close();
+    }
     rmSync26(join43(out, "home"), { recursive: true, force: true });
     const kept = BundleFiles.agentAttempt(attempts);
     rmSync26(bundle.path(kept), { recursive: true, force: true });
