@@ -189,7 +189,8 @@ function openEntry(path: string): number | string {
     fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    return code === 'ELOOP' ? 'a symbolic link' : `changed while it was taken (${code})`;
+    if (code === 'ELOOP') return 'a symbolic link';
+    return code === 'ENOENT' ? 'removed while it was taken' : `cannot be opened (${code})`;
   }
   if (!byDescriptor) folderPaths.set(fd, path);
   return fd;
