@@ -159,6 +159,22 @@ describe('a snapshot of a tree its agent is still changing', () => {
   }, 10_000);
 });
 
+describe('a snapshot of a tree holding what is not its own', () => {
+  it('refuses a hard link to a file outside the tree, a link, and a pipe, and copies none of them', () => {
+    realFs.linkSync(join(root, 'secret.py'), join(tree, 'hard.py'));
+    symlinkSync(join(root, 'secret.py'), join(tree, 'soft.py'));
+    execFileSync('python3', ['-c', 'import os, sys; os.mkfifo(sys.argv[1])', join(tree, 'pipe.py')]);
+    const taken = snapshotTree(tree, dest);
+    expect(taken.refused).toEqual([
+      'hard.py: a hard link',
+      'pipe.py: not a regular file',
+      'soft.py: a symbolic link',
+    ]);
+    expect(allText(dest)).not.toContain('SECRET');
+    realFs.unlinkSync(join(tree, 'hard.py'));
+  });
+});
+
 describe('a snapshot of a tree of too many entries', () => {
   it('stops at the limit and takes nothing (empty files count for nothing against the bytes)', () => {
     for (let i = 0; i < 5; i++) writeFileSync(join(tree, `e${i}.py`), '');
