@@ -235,6 +235,17 @@ describe('the agent tools', () => {
     });
   }, 120_000);
 
+  it('count a resumed attempt against the calls its earlier attempt made (the journal is in the evidence)', async () => {
+    await withTools({ 'agent.tools.max_calls': 1 }, async ({ tools, ctx, bundle, agentRepo }) => {
+      expect((await tools.call('ledger', {})).isError).toBe(false);
+      await tools.close();
+      // The run killed and resumed: the evidence read back from the bundle, a new agent, new tools.
+      const resumed = bundle.load();
+      const again = agentTools({ ctx, bundle, ev: resumed, save: () => bundle.save(resumed) }, agentRepo);
+      expect((await again.call('ledger', {})).text).toMatch(/budget of 1 call\(s\) this iteration is spent/);
+    });
+  }, 60_000);
+
   it('start no call once the machine seconds are spent, however many were admitted before', async () => {
     // Attack: admit several calls while the budget is unspent (one runs, the rest wait), so that all of
     // them run although the first alone spends the budget. Each export sleeps 1.2 s at import, past
