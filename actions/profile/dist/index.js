@@ -45929,7 +45929,8 @@ function openEntry(path6) {
     fd = openSync4(path6, constants4.O_RDONLY | constants4.O_NOFOLLOW | constants4.O_NONBLOCK);
   } catch (e) {
     const code2 = e.code;
-    return code2 === "ELOOP" ? "a symbolic link" : `changed while it was taken (${code2})`;
+    if (code2 === "ELOOP") return "a symbolic link";
+    return code2 === "ENOENT" ? "removed while it was taken" : `cannot be opened (${code2})`;
   }
   if (!byDescriptor) folderPaths.set(fd, path6);
   return fd;
