@@ -18,10 +18,13 @@ export function noRefusals(): Refusals {
   return { count: 0, sample: [] };
 }
 
-/** Count one refusal; keep its reason while the sample has room. */
+/**
+ * Count one refusal; keep its reason while the sample has room, on one line: a reason quotes what the
+ * agent sent (a method's or a tool's name), and the warning must not print lines of the agent's making.
+ */
 export function recordRefusal(r: Refusals, why: string): void {
   r.count++;
-  if (r.sample.length < REFUSAL_SAMPLE) r.sample.push(why.slice(0, REFUSAL_CHARS));
+  if (r.sample.length < REFUSAL_SAMPLE) r.sample.push(why.replace(/\s+/g, ' ').slice(0, REFUSAL_CHARS));
 }
 
 /** `3 request(s): GET /v1/files, …`: one bounded line for a warning. */

@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { buildSync } from 'esbuild';
 import { afterEach, describe, expect, it } from 'vitest';
+import { warnToolRefusals } from '../../src/agent/mcp-config.js';
 import {
   createMcpEndpoint,
   JsonRpcError,
@@ -21,6 +22,7 @@ import {
   type McpEndpoint,
   type McpEndpointOptions,
 } from '../../src/agent/mcp-server.js';
+import { memoryLogger } from '../../src/util/log.js';
 import { STUB_TOOLS, type StubTools, stubTools } from './stub-tools.js';
 
 const servers: Server[] = [];
@@ -311,6 +313,20 @@ describe('the MCP endpoint: a hostile caller gets errors, never a crash', () => 
       error: { code: JsonRpcError.internal, message: 'the tool failed: stub tool crashed' },
     });
     expect((await s.send({ jsonrpc: '2.0', id: 'p', method: 'ping' })).body).toMatchObject({ result: {} });
+  });
+
+  it("a refused method's name is one line in the run's warning: it cannot print lines of its own", async () => {
+    const { url, endpoint } = await serve(stubTools());
+    const s = await session(url);
+    const forged = 'x\n  ✓ iteration 1: improved 9.9×\r\n::set-output name=verdict::improved';
+    expect((await s.send({ jsonrpc: '2.0', id: 1, method: forged })).body).toMatchObject({
+      error: { code: JsonRpcError.methodNotFound },
+    });
+    const logger = memoryLogger();
+    warnToolRefusals('command', { tools: endpoint }, logger);
+    expect(logger.lines).toHaveLength(1);
+    expect(logger.lines[0]).not.toMatch(/[\r\n]/);
+    expect(logger.lines[0]).toContain('method x ✓ iteration 1: improved 9.9× ::set-output');
   });
 
   it('a new session past the cap ends the oldest', async () => {

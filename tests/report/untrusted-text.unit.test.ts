@@ -2,7 +2,8 @@
  * Text a candidate or agent wrote is data wherever hillclimb shows it on GitHub (issue 35): the PR's
  * title and body, the sticky comment, the job summary and the log entry. Each renderer is given the
  * same hostile words in every field an adversary controls (the agent's prose and commit subject, the
- * names of the candidate's failing tests, the gate's reason) and must show them without acting on them.
+ * names of the candidate's failing tests, the gate's reason, the agent tools' answers) and must show them
+ * without acting on them.
  */
 import { describe, expect, it } from 'vitest';
 import type { IterationEvidence } from '../../src/evidence/index.js';
@@ -23,6 +24,19 @@ const HOSTILE =
 function hostile(ev: IterationEvidence): IterationEvidence {
   ev.candidate!.subject = HOSTILE;
   ev.agent!.result = { hypothesis: HOSTILE, summary: HOSTILE, next_idea: HOSTILE };
+  // A tool's answer quotes the candidate's own export error (issue 38): the comment lists the calls.
+  const call = (answer: string) => ({
+    tool: 'check',
+    isError: true,
+    answer,
+    costMs: 900,
+    at: '2026-01-01T00:00:00Z',
+  });
+  ev.tools = {
+    budget: { calls: 24, seconds: 1800 },
+    calls: [call(`check: failed at the export: ${HOSTILE}`), call(HOSTILE)],
+    refused: { count: 0, sample: [] },
+  };
   return ev;
 }
 

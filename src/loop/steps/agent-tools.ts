@@ -54,7 +54,7 @@ import type { StepEnv } from './step.js';
 export const ANSWER_CHARS = 2000;
 /** The longest answer the agent gets (a profile diff is the longest the tools write). */
 const ANSWER_MAX_CHARS = 16_000;
-/** Calls that may wait behind the one running; more are refused at once. */
+/** Calls one agent may have running and waiting; more are refused at once. */
 const WAITING_CALLS = 4;
 /** Refused calls kept as examples in the journal. */
 const REFUSED_SAMPLE = 10;
@@ -156,21 +156,27 @@ export function agentTools(stepEnv: StepEnv, repo: string): AgentToolsSession {
           `${tool}: the tool budget of ${journal.budget.calls} call(s) this iteration is spent (agent.tools.max_calls)`,
         );
       }
-      if (tool !== 'ledger' && spent.seconds >= journal.budget.seconds) {
-        return refuse(
-          `${tool}: the tools' ${journal.budget.seconds} machine second(s) this iteration are spent (agent.tools.max_seconds); ledger still answers`,
-        );
-      }
-      if (queue.waiting >= WAITING_CALLS) {
-        return refuse(
-          `${tool}: ${queue.waiting} calls are already waiting; call again when one has answered`,
-        );
+      const secondsSpent = () =>
+        tool !== 'ledger' && toolsSpent(journal).seconds >= journal.budget.seconds
+          ? refuse(
+              `${tool}: the tools' ${journal.budget.seconds} machine second(s) this iteration are spent (agent.tools.max_seconds); ledger still answers`,
+            )
+          : undefined;
+      const spentAlready = secondsSpent();
+      if (spentAlready) return spentAlready;
+      // Counted per agent, not per queue: a search's agents share the queue, and one that kept it full
+      // would have its siblings' calls refused.
+      if (admitted >= WAITING_CALLS) {
+        return refuse(`${tool}: ${admitted} calls are already waiting; call again when one has answered`);
       }
       admitted++;
       let running: Promise<ToolAnswer> | undefined;
       try {
         running = queue.run(async () => {
           if (signal?.aborted) return { text: `${tool}: the agent's run ended`, isError: true };
+          // Asked again at its turn: the calls it waited behind may have spent the seconds.
+          const spentWhileWaiting = secondsSpent();
+          if (spentWhileWaiting) return spentWhileWaiting;
           const started = Date.now();
           let ran: Ran;
           try {
@@ -183,6 +189,7 @@ export function agentTools(stepEnv: StepEnv, repo: string): AgentToolsSession {
               isError: true,
             };
           }
+          dropBulk(callDir(env, journal.calls.length + 1));
           const entry: ToolCallEvidence = {
             tool,
             ...(ran.tree ? { tree: ran.tree } : {}),
@@ -255,12 +262,28 @@ async function runTool(
   return { ...found, tree: snap.tree };
 }
 
-/** The folder of this iteration's tool work in its bundle (no step reads it). */
+/** The folder of call `n`'s work in the bundle (no step reads it). */
+function callDir(env: StepEnv, n: number): string {
+  return env.bundle.path(join('tools', String(n).padStart(3, '0')));
+}
+
+/** The folder of this call's tool work, emptied. */
 function toolsDir(env: StepEnv, n: number): string {
-  const dir = env.bundle.path(join('tools', String(n).padStart(3, '0')));
+  const dir = callDir(env, n);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   return dir;
+}
+
+/**
+ * A call's programs and traces, once it has answered: the bundle keeps its logs and sessions. Each call
+ * could add an export's programs and a profile's traces, and the agent decides how many calls it makes
+ * and how big its programs are; the bundle travels between jobs and to the store.
+ */
+function dropBulk(dir: string): void {
+  for (const bulk of ['programs', 'trace', join('champion', 'trace')]) {
+    rmSync(join(dir, bulk), { recursive: true, force: true });
+  }
 }
 
 /**
@@ -468,7 +491,9 @@ async function profile(env: StepEnv, draw: DrawHolder, commit: string): Promise<
     }
     throw e;
   }
-  const champion = await championProfile(ctx, ev.base.commit);
+  // Never into the champion's cached or shared profile: the agent runs (and may load the machine) while
+  // it is made, and the profile step and later iterations would show it.
+  const champion = await championProfile(ctx, ev.base.commit, { scratch: join(work, 'champion') });
   return {
     text: `profile of your tree against the champion's (advisory):\n${withoutPaths(formatDiff(diffSummaries(champion.summary, summary), 12))}`,
     isError: false,
@@ -483,31 +508,28 @@ function withoutPaths(diff: string): string {
     .join('\n');
 }
 
-/** One queue of tool work per run, whichever candidate's agent calls: calls run one at a time. */
-const queues = new WeakMap<LoopContext, ReturnType<typeof newQueue>>();
+/**
+ * One queue of tool work per run, whichever candidate's agent calls: calls run one at a time. Keyed by
+ * the tools' backend, which every context of the run shares (a search gives each candidate's steps a
+ * copy of the context, so a queue keyed by the context was each candidate's own).
+ */
+const queues = new WeakMap<LoopContext['toolsBackend'], ReturnType<typeof newQueue>>();
 function runQueue(ctx: LoopContext) {
-  let q = queues.get(ctx);
+  let q = queues.get(ctx.toolsBackend);
   if (!q) {
     q = newQueue();
-    queues.set(ctx, q);
+    queues.set(ctx.toolsBackend, q);
   }
   return q;
 }
 
 function newQueue() {
   let tail: Promise<unknown> = Promise.resolve();
-  const q = {
-    waiting: 0,
+  return {
     run<T>(fn: () => Promise<T>): Promise<T> {
-      q.waiting++;
-      const start = () => {
-        q.waiting--;
-        return fn();
-      };
-      const p = tail.then(start, start);
+      const p = tail.then(fn, fn);
       tail = p.catch(() => undefined);
       return p;
     },
   };
-  return q;
 }

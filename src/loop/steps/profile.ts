@@ -250,16 +250,27 @@ export async function shareProfileSummary(
   }
 }
 
-/** The champion's profile: from the cache when this commit, command and device were profiled before. */
-export async function championProfile(ctx: LoopContext, commit: string): Promise<ProfileResult> {
-  const dir = cacheDir(ctx, commit);
-  const summaryFile = join(dir, 'summary.json');
-  const traceDir = join(dir, 'trace');
-  const cachedSummary = existsSync(summaryFile) ? current(readJson<TraceSummary>(summaryFile)) : undefined;
-  if (cachedSummary !== undefined) return { traceDir, summary: cachedSummary, cached: true };
+/**
+ * The champion's profile: from the cache when this commit, command and device were profiled before.
+ * With `scratch` (an agent's tool call, made while the agent runs and could load the machine), a
+ * profile made now goes there and is neither cached nor shared: later steps and jobs make their own.
+ */
+export async function championProfile(
+  ctx: LoopContext,
+  commit: string,
+  opts: { scratch?: string } = {},
+): Promise<ProfileResult> {
+  const cache = cacheDir(ctx, commit);
+  const cachedFile = join(cache, 'summary.json');
+  const cachedSummary = existsSync(cachedFile) ? current(readJson<TraceSummary>(cachedFile)) : undefined;
+  if (cachedSummary !== undefined)
+    return { traceDir: join(cache, 'trace'), summary: cachedSummary, cached: true };
   // Profiled before by another job or iteration (same commit, same kind of device): reuse its summary.
   const stored = await knownProfileSummary(ctx, commit);
   if (stored) return { traceDir: storedProfileKey(ctx, commit), summary: stored, cached: true };
+  const dir = opts.scratch ?? cache;
+  const summaryFile = join(dir, 'summary.json');
+  const traceDir = join(dir, 'trace');
   const where: DrawHolder = { iteration: 0 };
   const platform = ctx.backend.info().platform;
   const plan = await requestPlan(ctx, where, { backend: ctx.backend, harness: commit, platform });
@@ -274,6 +285,6 @@ export async function championProfile(ctx: LoopContext, commit: string): Promise
     name: `profile-${commit.slice(0, 12)}`,
   });
   writeJsonAtomic(summaryFile, summary);
-  await shareProfileSummary(ctx, commit, summaryFile);
+  if (opts.scratch === undefined) await shareProfileSummary(ctx, commit, summaryFile);
   return { traceDir, summary, cached: false };
 }

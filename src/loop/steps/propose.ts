@@ -55,31 +55,36 @@ export const proposeStep: Step = {
     const resultFile = join(out, AGENT_RESULT_NAME);
     const python = venvPython(ctx.root);
     const tools = ctx.config.agent.tools.enabled ? agentTools(env, repo) : undefined;
-    const outcome = await ctx.agent.run({
-      iteration: ev.iteration,
-      ...(ev.slot ? { slot: ev.slot } : {}),
-      workdir: repo,
-      prompt: readFileSync(bundle.path(BundleFiles.prompt), 'utf8'),
-      resultFile,
-      logFile: join(out, AGENT_LOG_NAME),
-      timeoutMs: ctx.config.agent.timeout_minutes * MINUTE_MS,
-      idleTimeoutMs: ctx.config.agent.idle_timeout_minutes * MINUTE_MS,
-      env: {
-        HILLCLIMB_ITERATION: String(ev.iteration),
-        ...(ev.slot ? { HILLCLIMB_CANDIDATE: `${ev.slot.index}/${ev.slot.of}` } : {}),
-        HILLCLIMB_TARGET: ctx.target.name,
-        HILLCLIMB_RESULT_FILE: resultFile,
-        // `python` is the project's interpreter too, for commands of the agent's own; the prompt's test
-        // command names it by its absolute path, which a login shell's PATH cannot lose.
-        PATH: [dirname(python), process.env.PATH ?? ''].join(delimiter),
-      },
-      interpreter: python,
-      signal: ctx.signal,
-      isolation: await agentIsolation(ctx, repo, out),
-      ...(tools ? { tools } : {}),
-    });
-    // A call still running when the agent ended is finished and journalled before its tree is taken.
-    await tools?.close();
+    let outcome: AgentOutcome;
+    try {
+      outcome = await ctx.agent.run({
+        iteration: ev.iteration,
+        ...(ev.slot ? { slot: ev.slot } : {}),
+        workdir: repo,
+        prompt: readFileSync(bundle.path(BundleFiles.prompt), 'utf8'),
+        resultFile,
+        logFile: join(out, AGENT_LOG_NAME),
+        timeoutMs: ctx.config.agent.timeout_minutes * MINUTE_MS,
+        idleTimeoutMs: ctx.config.agent.idle_timeout_minutes * MINUTE_MS,
+        env: {
+          HILLCLIMB_ITERATION: String(ev.iteration),
+          ...(ev.slot ? { HILLCLIMB_CANDIDATE: `${ev.slot.index}/${ev.slot.of}` } : {}),
+          HILLCLIMB_TARGET: ctx.target.name,
+          HILLCLIMB_RESULT_FILE: resultFile,
+          // `python` is the project's interpreter too, for commands of the agent's own; the prompt's test
+          // command names it by its absolute path, which a login shell's PATH cannot lose.
+          PATH: [dirname(python), process.env.PATH ?? ''].join(delimiter),
+        },
+        interpreter: python,
+        signal: ctx.signal,
+        isolation: await agentIsolation(ctx, repo, out),
+        ...(tools ? { tools } : {}),
+      });
+    } finally {
+      // A call still running when the agent ended (or threw) is finished and journalled before its tree
+      // is taken, or the step fails: never later, beside the steps after it.
+      await tools?.close();
+    }
     // What the agent wrote for us, into the bundle: plain files only (its output folder was writable to
     // it), each attempt into a folder of its own, emptied first (a resumed attempt starts again). Never
     // its HOME, which holds its private copy of its login.
