@@ -41,6 +41,7 @@ import {
   type DrawHolder,
   exportPrograms,
   oneAtATime,
+  PLATFORMS,
   type Platform,
   requestPlan,
   runVerifier,
@@ -267,9 +268,12 @@ function callDir(env: StepEnv, n: number): string {
   return env.bundle.path(join('tools', String(n).padStart(3, '0')));
 }
 
-/** The folder of this call's tool work, emptied. */
-function toolsDir(env: StepEnv, n: number): string {
-  const dir = callDir(env, n);
+/**
+ * The folder of this call's tool work, emptied: the call's own, or a subfolder for an accelerator's
+ * export after the CPU's (`check` exports for both and keeps both logs).
+ */
+function toolsDir(env: StepEnv, n: number, sub?: string): string {
+  const dir = sub === undefined ? callDir(env, n) : join(callDir(env, n), sub);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   return dir;
@@ -281,7 +285,13 @@ function toolsDir(env: StepEnv, n: number): string {
  * and how big its programs are; the bundle travels between jobs and to the store.
  */
 function dropBulk(dir: string): void {
-  for (const bulk of ['programs', 'trace', join('champion', 'trace')]) {
+  const accelerators = PLATFORMS.filter((p) => p !== 'cpu');
+  for (const bulk of [
+    'programs',
+    'trace',
+    join('champion', 'trace'),
+    ...accelerators.map((p) => join(p, 'programs')),
+  ]) {
     rmSync(join(dir, bulk), { recursive: true, force: true });
   }
 }
@@ -328,7 +338,7 @@ async function exportTree(
 > {
   const { ctx, ev } = env;
   const plan = await requestPlan(ctx, draw, { backend, harness: ev.base.commit, platform });
-  const work = toolsDir(env, (ev.tools?.calls.length ?? 0) + 1);
+  const work = toolsDir(env, (ev.tools?.calls.length ?? 0) + 1, platform === 'cpu' ? undefined : platform);
   const dir = join(work, 'programs');
   const exported = await exportPrograms(ctx, draw, {
     backend,
