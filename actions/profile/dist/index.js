@@ -86413,14 +86413,20 @@ async function runTool(env, repo, draw, tool, args) {
 function callDir(env, n2) {
   return env.bundle.path(join42("tools", String(n2).padStart(3, "0")));
 }
-function toolsDir(env, n2) {
-  const dir = callDir(env, n2);
+function toolsDir(env, n2, sub) {
+  const dir = sub === void 0 ? callDir(env, n2) : join42(callDir(env, n2), sub);
   rmSync25(dir, { recursive: true, force: true });
   mkdirSync24(dir, { recursive: true });
   return dir;
 }
 function dropBulk(dir) {
-  for (const bulk of ["programs", "trace", join42("champion", "trace")]) {
+  const accelerators = PLATFORMS.filter((p) => p !== "cpu");
+  for (const bulk of [
+    "programs",
+    "trace",
+    join42("champion", "trace"),
+    ...accelerators.map((p) => join42(p, "programs"))
+  ]) {
     rmSync25(join42(dir, bulk), { recursive: true, force: true });
   }
 }
@@ -86449,7 +86455,7 @@ async function snapshot({ ctx, ev }, repo) {
 async function exportTree2(env, draw, commit2, platform3, backend) {
   const { ctx, ev } = env;
   const plan = await requestPlan(ctx, draw, { backend, harness: ev.base.commit, platform: platform3 });
-  const work = toolsDir(env, (ev.tools?.calls.length ?? 0) + 1);
+  const work = toolsDir(env, (ev.tools?.calls.length ?? 0) + 1, platform3 === "cpu" ? void 0 : platform3);
   const dir = join42(work, "programs");
   const exported = await exportPrograms(ctx, draw, {
     backend,
