@@ -86471,49 +86471,37 @@ async function exportTree2(env, draw, commit2, platform3, backend) {
   return { dir, plan, work };
 }
 async function check(env, draw, commit2) {
-  const { ctx, ev } = env;
+  const { ctx } = env;
   const exported = await exportTree2(env, draw, commit2, "cpu", ctx.cpuBackend);
   if ("failed" in exported) return { text: `check: failed at the export: ${exported.failed}`, isError: true };
-  const { dir, plan, work } = exported;
-  const run2 = await runVerifier(ctx, draw, {
-    mode: "gate",
-    platform: "cpu",
-    draw: plan.draw,
-    arms: ["B"],
-    repeats: 1,
-    warmup: 0,
-    backend: ctx.cpuBackend,
-    harness: ev.base.commit,
-    programs: { B: dir },
-    sessionFile: join42(work, "session.json"),
-    logFile: join42(work, "verify.log"),
-    name: "tools-check",
-    step: "cpu-gate"
-  });
-  const cpu = gateAnswer(run2.session.gate, "the CPU");
+  const cpu = await gateSession(env, draw, exported, "cpu", ctx.cpuBackend);
   const accelerator = ctx.backend.info().platform;
   if (cpu.isError || accelerator === "cpu") return cpu;
   const there = await exportTree2(env, draw, commit2, accelerator, ctx.backend);
   if ("failed" in there) {
     return { text: `${cpu.text}; failed at the ${accelerator} export: ${there.failed}`, isError: true };
   }
-  const onAccelerator = await runVerifier(ctx, draw, {
+  const answer = await gateSession(env, draw, there, accelerator, ctx.backend);
+  return { text: `${cpu.text}; ${answer.text.replace(/^check: /, "")}`, isError: answer.isError };
+}
+async function gateSession({ ctx, ev }, draw, exported, platform3, backend) {
+  const cpu = platform3 === "cpu";
+  const run2 = await runVerifier(ctx, draw, {
     mode: "gate",
-    platform: accelerator,
-    draw: there.plan.draw,
+    platform: platform3,
+    draw: exported.plan.draw,
     arms: ["B"],
     repeats: 1,
     warmup: 0,
-    backend: ctx.backend,
+    backend,
     harness: ev.base.commit,
-    programs: { B: there.dir },
-    sessionFile: join42(there.work, "session.json"),
-    logFile: join42(there.work, "verify.log"),
-    name: "tools-check-accelerator",
-    step: "accelerator-gate"
+    programs: { B: exported.dir },
+    sessionFile: join42(exported.work, "session.json"),
+    logFile: join42(exported.work, "verify.log"),
+    name: cpu ? "tools-check" : "tools-check-accelerator",
+    step: cpu ? "cpu-gate" : "accelerator-gate"
   });
-  const answer = gateAnswer(onAccelerator.session.gate, ctx.backend.info().description);
-  return { text: `${cpu.text}; ${answer.text.replace(/^check: /, "")}`, isError: answer.isError };
+  return gateAnswer(run2.session.gate, cpu ? "the CPU" : backend.info().description);
 }
 function gateAnswer(gate, where2) {
   if (gate.passed) {

@@ -355,26 +355,10 @@ async function exportTree(
 }
 
 async function check(env: StepEnv, draw: DrawHolder, commit: string): Promise<Omit<Ran, 'tree'>> {
-  const { ctx, ev } = env;
+  const { ctx } = env;
   const exported = await exportTree(env, draw, commit, 'cpu', ctx.cpuBackend);
   if ('failed' in exported) return { text: `check: failed at the export: ${exported.failed}`, isError: true };
-  const { dir, plan, work } = exported;
-  const run = await runVerifier(ctx, draw, {
-    mode: 'gate',
-    platform: 'cpu',
-    draw: plan.draw,
-    arms: ['B'],
-    repeats: 1,
-    warmup: 0,
-    backend: ctx.cpuBackend,
-    harness: ev.base.commit,
-    programs: { B: dir },
-    sessionFile: join(work, 'session.json'),
-    logFile: join(work, 'verify.log'),
-    name: 'tools-check',
-    step: 'cpu-gate',
-  });
-  const cpu = gateAnswer(run.session.gate!, 'the CPU');
+  const cpu = await gateSession(env, draw, exported, 'cpu', ctx.cpuBackend);
   const accelerator = ctx.backend.info().platform;
   if (cpu.isError || accelerator === 'cpu') return cpu;
   // The measuring machine has an accelerator: its export (Mosaic lowering for a TPU) and its gate too.
@@ -382,23 +366,35 @@ async function check(env: StepEnv, draw: DrawHolder, commit: string): Promise<Om
   if ('failed' in there) {
     return { text: `${cpu.text}; failed at the ${accelerator} export: ${there.failed}`, isError: true };
   }
-  const onAccelerator = await runVerifier(ctx, draw, {
+  const answer = await gateSession(env, draw, there, accelerator, ctx.backend);
+  return { text: `${cpu.text}; ${answer.text.replace(/^check: /, '')}`, isError: answer.isError };
+}
+
+/** The verifier's gate session over one export of the tree, on `backend`, as its answer. */
+async function gateSession(
+  { ctx, ev }: StepEnv,
+  draw: DrawHolder,
+  exported: { dir: string; plan: Awaited<ReturnType<typeof requestPlan>>; work: string },
+  platform: Platform,
+  backend: LoopContext['backend'],
+): Promise<Omit<Ran, 'tree'>> {
+  const cpu = platform === 'cpu';
+  const run = await runVerifier(ctx, draw, {
     mode: 'gate',
-    platform: accelerator,
-    draw: there.plan.draw,
+    platform,
+    draw: exported.plan.draw,
     arms: ['B'],
     repeats: 1,
     warmup: 0,
-    backend: ctx.backend,
+    backend,
     harness: ev.base.commit,
-    programs: { B: there.dir },
-    sessionFile: join(there.work, 'session.json'),
-    logFile: join(there.work, 'verify.log'),
-    name: 'tools-check-accelerator',
-    step: 'accelerator-gate',
+    programs: { B: exported.dir },
+    sessionFile: join(exported.work, 'session.json'),
+    logFile: join(exported.work, 'verify.log'),
+    name: cpu ? 'tools-check' : 'tools-check-accelerator',
+    step: cpu ? 'cpu-gate' : 'accelerator-gate',
   });
-  const answer = gateAnswer(onAccelerator.session.gate!, ctx.backend.info().description);
-  return { text: `${cpu.text}; ${answer.text.replace(/^check: /, '')}`, isError: answer.isError };
+  return gateAnswer(run.session.gate!, cpu ? 'the CPU' : backend.info().description);
 }
 
 /** A gate session's answer: passed, or the first program that failed and its error. */
