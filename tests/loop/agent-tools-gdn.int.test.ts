@@ -19,6 +19,7 @@ import { claudeBinary, codexBinary } from '../agent/real-cli.js';
 import { type MessagesServer, startMessagesServer } from '../helpers/model-servers/anthropic-messages.js';
 import { type ResponsesServer, startResponsesServer } from '../helpers/model-servers/openai-responses.js';
 import { REPO_ROOT, tempDir } from '../helpers/paths.js';
+import { userEnvironment } from '../helpers/user-env.js';
 
 const SLOW = process.env.HILLCLIMB_SLOW_TESTS === '1';
 const OPENAI_KEY = 'sk-test-gdn-tools-0123456789';
@@ -29,13 +30,8 @@ const KERNEL = 'kernels/gdn/pallas_tpu.py';
 const WRONG = `git apply examples/replay/gdn/0001-blocked-inverse.patch && sed -i 's/    while span < base:/    while span < base \\/\\/ 2:/' ${KERNEL}`;
 const FIX = `sed -i 's/    while span < base \\/\\/ 2:/    while span < base:/' ${KERNEL}`;
 
-const saved: Record<string, string | undefined> = {};
-function userEnv(vars: Record<string, string>): void {
-  for (const [k, v] of Object.entries(vars)) {
-    if (!(k in saved)) saved[k] = process.env[k];
-    process.env[k] = v;
-  }
-}
+const env = userEnvironment();
+const userEnv = env.set;
 
 describe.skipIf(!SLOW)(
   `the agent tools on the GDN kernel${SLOW ? '' : ' (skipped: minutes per agent on CPU; set HILLCLIMB_SLOW_TESTS=1 — the toy target runs the same path in every suite run)'}`,
@@ -52,10 +48,7 @@ describe.skipIf(!SLOW)(
       for (const s of servers.splice(0)) await s.close();
     });
     afterAll(() => {
-      for (const [k, v] of Object.entries(saved)) {
-        if (v === undefined) delete process.env[k];
-        else process.env[k] = v;
-      }
+      env.restore();
       t.cleanup();
     });
 

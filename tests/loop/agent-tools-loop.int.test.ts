@@ -20,6 +20,7 @@ import { claudeBinary, codexBinary } from '../agent/real-cli.js';
 import { type MessagesServer, startMessagesServer } from '../helpers/model-servers/anthropic-messages.js';
 import { type ResponsesServer, startResponsesServer } from '../helpers/model-servers/openai-responses.js';
 import { tempDir } from '../helpers/paths.js';
+import { userEnvironment } from '../helpers/user-env.js';
 import { makeToyRepo, TOY_CONFIG } from './toy-repo.js';
 
 const OPENAI_KEY = 'sk-test-loop-tools-0123456789';
@@ -53,13 +54,8 @@ function agentConfig(agent: string, tools: boolean): string {
   );
 }
 
-const saved: Record<string, string | undefined> = {};
-function userEnv(vars: Record<string, string>): void {
-  for (const [k, v] of Object.entries(vars)) {
-    if (!(k in saved)) saved[k] = process.env[k];
-    process.env[k] = v;
-  }
-}
+const env = userEnvironment();
+const userEnv = env.set;
 
 describe('the agent tools through the loop, with the real CLIs', { timeout: 180_000 }, () => {
   const t = tempDir('hc-tools-loop-');
@@ -73,10 +69,7 @@ describe('the agent tools through the loop, with the real CLIs', { timeout: 180_
     for (const s of servers.splice(0)) await s.close();
   });
   afterAll(() => {
-    for (const [k, v] of Object.entries(saved)) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
+    env.restore();
     t.cleanup();
   });
 

@@ -15,6 +15,7 @@ import { claudeBinary, codexBinary } from '../agent/real-cli.js';
 import { type MessagesServer, startMessagesServer } from '../helpers/model-servers/anthropic-messages.js';
 import { type ResponsesServer, startResponsesServer } from '../helpers/model-servers/openai-responses.js';
 import { tempDir } from '../helpers/paths.js';
+import { userEnvironment } from '../helpers/user-env.js';
 import { makeToyRepo, TOY_CONFIG } from './toy-repo.js';
 
 const OPENAI_KEY = 'sk-test-loop-codex-0123456789';
@@ -38,14 +39,8 @@ function agentConfig(agent: string): string {
   );
 }
 
-const saved: Record<string, string | undefined> = {};
-/** The user's environment for the run: the key and base URL, as each CLI's docs tell people. */
-function userEnv(vars: Record<string, string>): void {
-  for (const [k, v] of Object.entries(vars)) {
-    if (!(k in saved)) saved[k] = process.env[k];
-    process.env[k] = v;
-  }
-}
+const env = userEnvironment();
+const userEnv = env.set;
 
 describe('the real CLIs through the loop: a model API that fails, then answers', { timeout: 180_000 }, () => {
   const t = tempDir('hc-real-agents-');
@@ -59,10 +54,7 @@ describe('the real CLIs through the loop: a model API that fails, then answers',
     for (const s of servers.splice(0)) await s.close();
   });
   afterAll(() => {
-    for (const [k, v] of Object.entries(saved)) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
+    env.restore();
     t.cleanup();
   });
 
