@@ -32,7 +32,8 @@
  *   paired rounds, not 80% (`npm run bench:stats`, "Power at the printed MDE").
  *
  * At 5 runs per arm (s = 0.872 · CV): margin 0.31% at CV 1% and 1.58% at CV 5%, so the default bar is
- * 1.02 up to CV ≈ 6.3%; the MDE is 3.36% at CV 1%, 5.78% at CV 2% and 14.0% at CV 5%.
+ * 1.02 up to CV ≈ 6.3%; the MDE is 4.38% at CV 1%, 6.82% at CV 2% and 14.5% at CV 5% (3.36%, 5.78%
+ * and 14.0% at δ = 1%).
  *
  * Paired rounds (`paired`: both arms timed call by call in one verifier session) use no fitted
  * constants: the interval is Student's t on the rounds' log ratios d_i (paired.ts), whose lower bound
@@ -42,8 +43,10 @@
  *   MDE = accept bar · exp((t_{c} + z_{power} · √(1 + t_{c}² / (2(n − 1)))) · SE) − 1
  *
  * and at no change lo > 1 + margin exactly when the one-sided (1 − f) bound is above 1: f of the time
- * for normal log ratios, less for heavier tails (`npm run bench:stats`) The MDE's shift is the
- * noncentral t's for that power by its normal approximation (the SD is estimated as well as the mean).
+ * for normal log ratios, less for heavier tails (`npm run bench:stats`). The MDE's shift is the
+ * noncentral t's for that power by its normal approximation (the SD is estimated as well as the mean),
+ * which overshoots the exact one a little: 83.6% power at 5 rounds at a known CV, 81.0% at 15
+ * (tests/stats/noise.unit.test.ts computes it with `noncentralTUpperTail`).
  */
 import { MEASURE_DEFAULTS } from '../config/index.js';
 import { chiSquareQuantile } from './chi-square.js';

