@@ -12,7 +12,9 @@ import {
   judgeWinner,
   type PairedRounds,
   replaySequential,
+  type ScreenArm,
   type ScreenMeasurement,
+  type ScreenResult,
   type SearchPolicy,
   type Selection,
   screenCandidates,
@@ -233,6 +235,49 @@ function fullComparison(
   }
 }
 
+/**
+ * The screen as the loop runs it: the first session, then — shared sessions only — another session of
+ * the champion and the race's contenders while the race asks for one (./race.ts). Per-candidate
+ * sessions keep their fixed rounds (the loop's, too), ranked by the same rule at one look.
+ */
+export function raceScreen(
+  ctx: Pick<IterationContext, 'strategy' | 'noise' | 'cost' | 'rng'>,
+  trueRatios: readonly number[],
+  sessions: ScreenSessions,
+): { measurement: ScreenMeasurement; result: ScreenResult; cost: number; sessions: number } {
+  const { policy } = ctx.strategy;
+  const screen =
+    sessions === 'shared' ? policy.screen : { ...policy.screen, maxRounds: policy.screen.rounds };
+  let measurement = measureScreen(trueRatios, screen.rounds, ctx.noise, sessions, ctx.rng);
+  let cost = screenCost(ctx.cost, policy.candidates, screen.rounds);
+  let count = sessions === 'shared' ? 1 : policy.candidates;
+  for (;;) {
+    const result = screenCandidates(measurement, 'lower', screen);
+    if (result.next === null) return { measurement, result, cost, sessions: count };
+    const ids = result.next.ids;
+    const [champion, ...arms] = measureSession(
+      [1, ...ids.map((id) => trueRatios[Number(id)]!)],
+      result.next.rounds,
+      ctx.noise,
+      ctx.rng,
+    );
+    // Each arm carries its own champion rounds from here on: the dropped keep the rounds they had.
+    const shared = measurement.champion;
+    measurement = {
+      champion: [],
+      candidates: measurement.candidates.map((arm: ScreenArm) => {
+        const i = ids.indexOf(arm.id);
+        const own = arm.champion ?? shared;
+        return i < 0
+          ? { ...arm, champion: own }
+          : { ...arm, values: [...arm.values, ...arms[i]!], champion: [...own, ...champion!] };
+      }),
+    };
+    cost += sessionCost(ctx.cost, ids.length + 1, result.next.rounds);
+    count += 1;
+  }
+}
+
 /** One iteration: propose k, screen them (k > 1; `cost.screenSessions`), fully compare the best survivor. */
 export function runIteration(ctx: IterationContext): IterationOutcome {
   const { policy } = ctx.strategy;
@@ -242,9 +287,7 @@ export function runIteration(ctx: IterationContext): IterationOutcome {
     return outcome(cost, trueRatios[0]!, null, comparison);
   }
   const sessions = ctx.cost.screenSessions ?? 'per-candidate';
-  const measurement = measureScreen(trueRatios, policy.screen.rounds, ctx.noise, sessions, ctx.rng);
-  const screening = screenCost(ctx.cost, policy.candidates, policy.screen.rounds);
-  const result = screenCandidates(measurement, 'lower', policy.screen);
+  const { measurement, result, cost: screening } = raceScreen(ctx, trueRatios, sessions);
   const selection = selectWinner(measurement, result);
   if (selection === null) {
     return {
