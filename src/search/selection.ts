@@ -87,6 +87,11 @@ export interface ScreenedCandidate {
   interval: Interval | null;
   /** Rounds it was timed (a candidate the race dropped has fewer than the ones it kept). */
   rounds: number;
+  /**
+   * How the race dropped it, by an interval: against the champion wholly below the bar, or the leader's
+   * against it wholly above 1 (that leader's id). Null when no interval dropped it.
+   */
+  droppedBy: { kind: 'below-bar' } | { kind: 'behind'; leader: string } | null;
   survived: boolean;
   /** Why it survived or was dropped, in one line. */
   reason: string;
@@ -175,9 +180,15 @@ function dropText(drop: RaceDrop, threshold: number): string {
   );
 }
 
-/** Survivors before the dropped, then by estimate (unusable last); ties keep the proposal order. */
+/**
+ * Survivors before the dropped; among survivors, the ones the race kept before the ones a leader was
+ * separated from (whose estimates are over fewer rounds); then by estimate (unusable last); ties keep
+ * the proposal order.
+ */
 function byRank(x: ScreenedCandidate, y: ScreenedCandidate): number {
   if (x.survived !== y.survived) return x.survived ? -1 : 1;
+  const behind = (c: ScreenedCandidate) => Number(c.droppedBy?.kind === 'behind');
+  if (x.survived && behind(x) !== behind(y)) return behind(x) - behind(y);
   return (y.estimate ?? Number.NEGATIVE_INFINITY) - (x.estimate ?? Number.NEGATIVE_INFINITY);
 }
 
@@ -211,6 +222,7 @@ export function screenCandidates(
         estimate: null,
         interval: null,
         rounds: champion.length,
+        droppedBy: null,
         survived: false,
         reason: why,
       });
@@ -224,7 +236,9 @@ export function screenCandidates(
   const ranked = race.standings.map((standing): ScreenedCandidate => {
     const shown = screenText(standing);
     const kept = standing.dropped === null;
-    const survived = final && kept && standing.estimate >= threshold;
+    // One the leader separated from still cleared the bar: it survives, ranked behind the kept ones,
+    // and is measured in full should the winner's comparison end before it says anything.
+    const survived = final && standing.dropped?.kind !== 'below-bar' && standing.estimate >= threshold;
     const reason = !kept
       ? `${shown}: ${dropText(standing.dropped!, threshold)}`
       : !final
@@ -237,6 +251,12 @@ export function screenCandidates(
       estimate: standing.estimate,
       interval: standing.vsChampion?.ci ?? null,
       rounds: standing.rounds,
+      droppedBy:
+        standing.dropped === null
+          ? null
+          : standing.dropped.kind === 'below-bar'
+            ? { kind: 'below-bar' }
+            : { kind: 'behind', leader: standing.dropped.leader },
       survived,
       reason,
     };

@@ -75,6 +75,12 @@ describe('racing the screen', () => {
     expect(result.next).toBeNull();
     expect(result.ending).toBe('separated');
     expect(result.winner).toBe('big');
+    // Separated, yet above the bar: it survives, next in line should the winner's comparison say nothing.
+    expect(result.ranked[1]).toMatchObject({
+      id: 'none',
+      survived: true,
+      droppedBy: { kind: 'behind', leader: 'big' },
+    });
     expect(result.ranked[1]!.reason).toMatch(
       /candidate big ahead by 1\.2\d{3} \[.*\] over the same 3 rounds/,
     );
