@@ -379,6 +379,9 @@ export interface SearchCandidateRow {
   reason: string;
 }
 
+/** How a screen's race ended (src/search/race.ts RaceEnding, restated: evidence ranks below search). */
+export type RaceEnding = 'separated' | 'budget' | 'below-bar' | 'alone';
+
 export interface SearchEvidence {
   /** `winner`: the candidate whose full comparison decides the iteration; `loser`: every other one. */
   role: 'winner' | 'loser';
@@ -396,11 +399,12 @@ export interface SearchEvidence {
   screenRounds: number;
   /**
    * How the screen's race ended (src/search/race.ts): `separated` (every other candidate dropped by an
-   * interval), `budget` (the leader chosen on its estimate after `maxRounds`), `alone` (one candidate
-   * screened); the per-look confidence of its intervals. Absent in a dry run, when nothing was screened,
+   * interval), `budget` (the leader chosen on its estimate after `maxRounds`), `below-bar` (no
+   * contender's estimate at the bar at a look), `alone` (one candidate screened); the per-look
+   * confidence of its intervals. Absent in a dry run, when nothing was screened,
    * and in records written before the race.
    */
-  race?: { ending: 'separated' | 'budget' | 'alone'; confidence: number; maxRounds: number };
+  race?: { ending: RaceEnding; confidence: number; maxRounds: number };
   candidates: SearchCandidateRow[];
 }
 

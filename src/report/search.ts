@@ -61,6 +61,9 @@ export function raceOutcome(search: NonNullable<IterationEvidence['search']>): s
   const picked = search.candidates.find((c) => c.slot === (search.measured?.[0] ?? search.winner));
   if (!race || !picked || picked.estimate === null) return undefined;
   if (race.ending === 'alone') return `One candidate was screened: the race had no one to separate it from.`;
+  if (race.ending === 'below-bar') {
+    return `No candidate's estimate reached ${formatRatio(search.threshold)} at a look of the race (${plural(picked.rounds ?? 0, 'round')}): more rounds would not have made a winner likely.`;
+  }
   if (race.ending === 'separated') {
     return `The race separated candidate ${picked.slot} from every other candidate: each was dropped by an interval.`;
   }

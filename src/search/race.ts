@@ -26,6 +26,8 @@ export interface RaceSchedule {
   maxRounds: number;
   /** 1 + bar: a candidate whose interval lies wholly below it is dropped. */
   threshold: number;
+  /** The bound on dropping the best candidate over the race; absent: RACE_FALSE_DROP_RATE. */
+  falseDropRate?: number;
 }
 
 /** One candidate's per-round improvement ratios against the champion (> 1 better), usable values only. */
@@ -51,9 +53,11 @@ export interface RaceStanding {
 
 /**
  * Why the race ended: every other contender dropped by an interval (`separated`), the round budget
- * spent with several left (`budget`: the leader is chosen on its estimate), or one candidate to screen.
+ * spent with several left (`budget`: the leader is chosen on its estimate), no contender's estimate at
+ * the bar at a look (`below-bar`: more rounds would not make a winner likely), or one candidate to
+ * screen (`alone`).
  */
-export type RaceEnding = 'separated' | 'budget' | 'alone';
+export type RaceEnding = 'separated' | 'budget' | 'below-bar' | 'alone';
 
 export interface RaceState {
   standings: RaceStanding[];
@@ -82,8 +86,12 @@ export function lookSchedule(schedule: RaceSchedule): number[] {
  * two-sided interval has probability α'/2, so α' = α / (looks · k) bounds the best candidate's false
  * drops over the race by α / 2 (Bonferroni; selecting the leader among the others is inside the bound).
  */
-export function perLookConfidence(looks: number, candidates: number): number {
-  return 1 - RACE_FALSE_DROP_RATE / (looks * Math.max(1, candidates));
+export function perLookConfidence(
+  looks: number,
+  candidates: number,
+  falseDropRate = RACE_FALSE_DROP_RATE,
+): number {
+  return 1 - falseDropRate / (looks * Math.max(1, candidates));
 }
 
 const logMean = (ratios: readonly number[]): number =>
@@ -96,7 +104,8 @@ const ones = (n: number): number[] => Array.from({ length: n }, () => 1);
  * at least n rounds are compared on their first n: (a) a candidate whose interval against the champion
  * lies wholly below the threshold is dropped; (b) the leader (best estimate among the rest) drops every
  * candidate it beats with its pairwise interval wholly above 1. No look happens before 2 rounds, so one
- * round drops nothing. The race ends when one contender is left or the budget is spent.
+ * round drops nothing. The race ends when one contender is left, when no contender's estimate reaches
+ * the threshold at a look (futility), or when the budget is spent.
  * @throws RangeError on a bad schedule (a caller bug).
  */
 export function replayRace(arms: readonly RaceArm[], schedule: RaceSchedule): RaceState {
@@ -107,7 +116,7 @@ export function replayRace(arms: readonly RaceArm[], schedule: RaceSchedule): Ra
       `the race's round budget must be an integer ≥ its first session's ${schedule.rounds} rounds, got ${schedule.maxRounds}`,
     );
   const looks = lookSchedule(schedule);
-  const confidence = perLookConfidence(looks.length, arms.length);
+  const confidence = perLookConfidence(looks.length, arms.length, schedule.falseDropRate);
   const standings = new Map<string, RaceStanding>(
     arms.map((arm) => [
       arm.id,
@@ -123,6 +132,7 @@ export function replayRace(arms: readonly RaceArm[], schedule: RaceSchedule): Ra
   const alive = () => arms.filter((a) => standings.get(a.id)!.dropped === null);
   const ratiosOf = new Map(arms.map((a) => [a.id, a.ratios]));
   let lastLook = 0;
+  let futile = false;
   for (const [j, n] of looks.entries()) {
     const timed = alive().filter((a) => a.ratios.length >= n);
     if (timed.length === 0 || timed.length < alive().length) break; // the rounds of this look are not all in
@@ -145,12 +155,18 @@ export function replayRace(arms: readonly RaceArm[], schedule: RaceSchedule): Ra
         standings.get(arm.id)!.dropped = { kind: 'behind', look, leader: leader.id, vsLeader: vs };
     }
     if (alive().length <= 1) break;
+    // Futility: more rounds pay only while some contender's estimate reaches the bar (the winner needs
+    // it); a look with intervals where none does ends the race, never one round.
+    if (!alive().some((a) => logMean(a.ratios.slice(0, n)) >= schedule.threshold)) {
+      futile = true;
+      break;
+    }
   }
   const contenders = alive()
     .map((a) => a.id)
     .sort((x, y) => standings.get(y)!.estimate - standings.get(x)!.estimate);
   const budgetLeft = schedule.maxRounds - lastLook;
-  const racing = contenders.length >= 2 && budgetLeft > 0;
+  const racing = contenders.length >= 2 && budgetLeft > 0 && !futile;
   return {
     standings: arms.map((a) => {
       const s = standings.get(a.id)!;
@@ -164,7 +180,15 @@ export function replayRace(arms: readonly RaceArm[], schedule: RaceSchedule): Ra
     }),
     contenders,
     next: racing ? { rounds: Math.min(schedule.rounds, budgetLeft) } : null,
-    ending: racing ? null : arms.length <= 1 ? 'alone' : contenders.length <= 1 ? 'separated' : 'budget',
+    ending: racing
+      ? null
+      : arms.length <= 1
+        ? 'alone'
+        : contenders.length <= 1
+          ? 'separated'
+          : futile
+            ? 'below-bar'
+            : 'budget',
     confidence,
     looks: looks.length,
   };

@@ -41,6 +41,8 @@ export interface ScreenPolicy {
    * screen only ranks and filters; it never accepts.
    */
   bar: number;
+  /** The race's bound on dropping the best candidate (./race.ts); absent: RACE_FALSE_DROP_RATE. */
+  falseDropRate?: number;
 }
 
 /** How an iteration searches: k proposals, one screen, one full comparison of the best survivor. */
@@ -55,7 +57,7 @@ export interface SearchPolicy {
 /** The design `npm run bench:search` measures (docs/search.md says what else was tried). */
 export const DEFAULT_SEARCH_POLICY: SearchPolicy = {
   candidates: 4,
-  screen: { rounds: 3, maxRounds: 9, bar: 0.02 },
+  screen: { rounds: 3, maxRounds: 6, bar: 0.02 },
   full: DEFAULT_SEQUENTIAL_POLICY,
 };
 
@@ -231,6 +233,7 @@ export function screenCandidates(
     rounds: policy.rounds,
     maxRounds: policy.maxRounds ?? policy.rounds,
     threshold,
+    ...(policy.falseDropRate === undefined ? {} : { falseDropRate: policy.falseDropRate }),
   });
   const final = race.next === null;
   const ranked = race.standings.map((standing): ScreenedCandidate => {

@@ -78,6 +78,12 @@ export const CONTAMINATED_NOISE: RoundNoise = {
   disturbance: { probability: 0.05, min: 0.05, max: 0.5 },
 };
 
+/**
+ * A busy machine as issue 36 measured it (load 10–15 on 2 cores): a paired CV near 10% (per arm 7%),
+ * on top of the contaminated shape's shared slowdowns and one-arm disturbances.
+ */
+export const BUSY_NOISE: RoundNoise = { ...CONTAMINATED_NOISE, cv: 0.07 };
+
 const CHAMPION_MS = 100;
 
 /**
@@ -194,6 +200,14 @@ export interface IterationOutcome {
   screenEstimate: number | null;
   comparison: Comparison | null;
   accepted: boolean;
+  /** Arm-rounds the screen spent, and its verifier sessions (0 at k = 1). */
+  screenCost: number;
+  screenSessions: number;
+  /**
+   * Whether the candidate judged in full was the best of the k in truth; null when none was judged or
+   * none of the k was a real gain (k = 1 too).
+   */
+  pickedBest: boolean | null;
 }
 
 /** What one iteration needs: the strategy, the world it runs in, and the seeded generator it draws from. */
@@ -284,24 +298,32 @@ export function runIteration(ctx: IterationContext): IterationOutcome {
   const trueRatios = Array.from({ length: policy.candidates }, () => drawTrueRatio(ctx.prior, ctx.rng));
   if (policy.candidates === 1) {
     const { cost, comparison } = fullComparison(ctx, trueRatios[0]!, null);
-    return outcome(cost, trueRatios[0]!, null, comparison);
+    return { ...outcome(cost, trueRatios[0]!, null, comparison), pickedBest: null };
   }
   const sessions = ctx.cost.screenSessions ?? 'per-candidate';
-  const { measurement, result, cost: screening } = raceScreen(ctx, trueRatios, sessions);
-  const selection = selectWinner(measurement, result);
+  const screen = raceScreen(ctx, trueRatios, sessions);
+  const selection = selectWinner(screen.measurement, screen.result);
+  const screenSpent = { screenCost: screen.cost, screenSessions: screen.sessions };
   if (selection === null) {
     return {
-      cost: screening,
+      cost: screen.cost,
       judgedTrueRatio: null,
       screenEstimate: null,
       comparison: null,
       accepted: false,
+      ...screenSpent,
+      pickedBest: null,
     };
   }
   const trueRatio = trueRatios[Number(selection.winner)]!;
-  const estimate = result.ranked[0]!.estimate;
+  const estimate = screen.result.ranked[0]!.estimate;
   const full = fullComparison(ctx, trueRatio, selection);
-  return outcome(screening + full.cost, trueRatio, estimate, full.comparison);
+  const best = Math.max(...trueRatios);
+  return {
+    ...outcome(screen.cost + full.cost, trueRatio, estimate, full.comparison),
+    ...screenSpent,
+    pickedBest: best > 1 ? trueRatio === best : null,
+  };
 }
 
 function outcome(
@@ -309,13 +331,15 @@ function outcome(
   trueRatio: number,
   screenEstimate: number | null,
   comparison: Comparison,
-): IterationOutcome {
+): Omit<IterationOutcome, 'pickedBest'> {
   return {
     cost,
     judgedTrueRatio: trueRatio,
     screenEstimate,
     comparison,
     accepted: comparison.verdict === 'improved',
+    screenCost: 0,
+    screenSessions: 0,
   };
 }
 
@@ -365,6 +389,11 @@ export interface SearchSummary {
   biasJudged: MeanEstimate;
   /** The winner's screening estimate − its true effect, percentage points (the winner's curse). */
   screenBias: MeanEstimate;
+  /** The screen's share of the arm-rounds spent, and its verifier sessions per iteration. */
+  screenCostShare: number;
+  screenSessionsPerIteration: number;
+  /** Of judged iterations with a real gain among the k: the share whose judged candidate was the best. */
+  pickedBest: MeanEstimate;
 }
 
 export interface SearchSimulation {
@@ -398,6 +427,9 @@ export function simulateSearch(sim: SearchSimulation): SearchSummary {
   const biasAccepted = new Accumulator();
   const biasJudged = new Accumulator();
   const screenBias = new Accumulator();
+  const pickedBest = new Accumulator();
+  let screenSpent = 0;
+  let screenSessions = 0;
   let spent = 0;
   let iterations = 0;
   let judged = 0;
@@ -413,7 +445,10 @@ export function simulateSearch(sim: SearchSimulation): SearchSummary {
       const it = runIteration(ctx);
       trialSpent += it.cost;
       spent += it.cost;
+      screenSpent += it.screenCost;
+      screenSessions += it.screenSessions;
       iterations += 1;
+      if (it.pickedBest !== null) pickedBest.add(Number(it.pickedBest));
       if (it.judgedTrueRatio === null || it.comparison?.ratio == null) continue;
       judged += 1;
       const trueDelta = deltaPct(it.judgedTrueRatio);
@@ -445,5 +480,8 @@ export function simulateSearch(sim: SearchSimulation): SearchSummary {
     biasAccepted: biasAccepted.estimate(),
     biasJudged: biasJudged.estimate(),
     screenBias: screenBias.estimate(),
+    screenCostShare: screenSpent / spent,
+    screenSessionsPerIteration: screenSessions / iterations,
+    pickedBest: pickedBest.estimate(),
   };
 }

@@ -91,14 +91,29 @@ describe('racing the screen', () => {
       champion: [100, 100, 100],
       candidates: [
         { id: 'regressed', values: [120, 120.3, 119.8] },
-        { id: 'unclear', values: [99, 104, 95] },
-        { id: 'unclear2', values: [98, 103, 96] },
+        { id: 'unclear', values: [90, 99, 86] },
+        { id: 'unclear2', values: [88, 97, 91] },
       ],
     };
     const result = screenCandidates(measurement, 'lower', { rounds: 3, maxRounds: 9, bar: 0.02 });
     const regressed = result.ranked.find((c) => c.id === 'regressed')!;
     expect(regressed.reason).toMatch(/interval wholly below 1\.0200 at look 1: dropped$/);
-    expect(result.next).toEqual({ rounds: 3, ids: ['unclear2', 'unclear'] });
+    expect(result.next).toEqual({ rounds: 3, ids: ['unclear', 'unclear2'] });
+  });
+
+  it('stops when no candidate is at the bar at a look with intervals (futility), never after one round', () => {
+    const nulls = (n: number): ScreenMeasurement => ({
+      champion: Array.from({ length: n }, () => 100),
+      candidates: [
+        { id: 'x', values: [100.5, 99.2, 100.1].slice(0, n) },
+        { id: 'y', values: [99.8, 100.4, 100.9].slice(0, n) },
+      ],
+    });
+    const policy = { rounds: 3, maxRounds: 6, bar: 0.02 };
+    const three = screenCandidates(nulls(3), 'lower', policy);
+    expect(three).toMatchObject({ next: null, ending: 'below-bar', winner: null });
+    const one = screenCandidates(nulls(1), 'lower', { ...policy, rounds: 1 });
+    expect(one.next).toEqual({ rounds: 1, ids: ['y', 'x'] });
   });
 
   it('ranks per-candidate sessions by the same rule, each against its own champion rounds', () => {
