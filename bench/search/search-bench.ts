@@ -2,16 +2,19 @@
  * The search benchmark (issue 25): one lineage (k = 1, today's loop) against k = 2, 3, 4, 8 candidates
  * per iteration (a short screen of every candidate, then a full comparison of the best survivor on
  * fresh rounds), at the same accelerator budget, on synthetic candidates with known true effects
- * (src/search/simulation.ts). The screen is the loop's: one verifier session of champion and
- * candidate per candidate (`screenSessions: 'per-candidate'`). Prints, per noise model:
- *   1. the acceptance table at the loop's screen defaults (search.screen_rounds 1, bar = practical_delta
+ * (src/search/simulation.ts). The first tables screen with one verifier session of champion and
+ * candidate per candidate (`screenSessions: 'per-candidate'`, the loop's on a backend with several
+ * machines, fixed rounds). Prints, per noise model:
+ *   1. the acceptance table at the loop's screen rounds (search.screen_rounds, bar = practical_delta
  *      0.02) and at the earlier default (2 rounds, same bar): true gain per accelerator-hour and its
  *      multiple of one lineage's, false accepts at no change (an all-null scenario), and the bias of
  *      the reported effect, with the winner judged on fresh rounds and, as the contrast, on its
  *      screening rounds reused;
  *   2. the details behind it (iterations, accepts, regressions accepted, the winner's curse itself);
- * then the shared k + 1-arm screening session for comparison (a verifier the loop does not have), the
- * cost sensitivity (a heavier per-session overhead) and the screen designs tried at k = 3.
+ * then the shared k + 1-arm screening session, the cost sensitivity (a heavier per-session overhead),
+ * the screen designs tried at k = 3, and the racing screen (issue 36; the loop's on one machine:
+ * shared sessions, more of them while the leader is not separated) against one shared session of 1 and
+ * of 3 rounds, at k = 1..4, three noise models and two overheads.
  * Run: npm run bench:search [-- --trials 20 --seed 1]. Deterministic for a seed.
  */
 
@@ -36,7 +39,10 @@ import { type TrialsArgs as Args, parseTrialsArgs } from '../trials-args.js';
 /** Accelerator hours each simulated search runs for (one trial). */
 const BUDGET_HOURS = 10;
 const KS = [1, 2, 3, 4, 8];
-/** The loop's screen defaults (schemas/hillclimb.schema.json: search.screen_rounds, screen_bar = practical_delta). */
+/**
+ * The loop's screen defaults (schemas/hillclimb.schema.json: search.screen_rounds, screen_max_rounds,
+ * screen_bar = practical_delta); per-candidate sessions use its first session's rounds only.
+ */
 const LOOP_SCREEN: ScreenPolicy = DEFAULT_SEARCH_POLICY.screen;
 /** The loop's screen before this bench measured it (2 rounds), shown for contrast. */
 const EARLIER_SCREEN: ScreenPolicy = { rounds: 2, bar: 0.02 };
