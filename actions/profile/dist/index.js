@@ -87987,7 +87987,7 @@ async function screenCandidate(env, platform3) {
     startedAt,
     durationMs: run2.durationMs
   };
-  ev.screen = { ...firstScreen(session2, values("A"), values("B")), sessions: [session2] };
+  ev.screen = firstScreen(session2, values("A"), values("B"));
   env.save();
   return void 0;
 }

@@ -56,7 +56,7 @@ export async function screenCandidate(env: StepEnv, platform: Platform): Promise
     startedAt,
     durationMs: run.durationMs,
   };
-  ev.screen = { ...firstScreen(session, values('A'), values('B')), sessions: [session] };
+  ev.screen = firstScreen(session, values('A'), values('B'));
   env.save();
   return undefined;
 }
