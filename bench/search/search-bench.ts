@@ -2,22 +2,26 @@
  * The search benchmark (issue 25): one lineage (k = 1, today's loop) against k = 2, 3, 4, 8 candidates
  * per iteration (a short screen of every candidate, then a full comparison of the best survivor on
  * fresh rounds), at the same accelerator budget, on synthetic candidates with known true effects
- * (src/search/simulation.ts). The screen is the loop's: one verifier session of champion and
- * candidate per candidate (`screenSessions: 'per-candidate'`). Prints, per noise model:
- *   1. the acceptance table at the loop's screen defaults (search.screen_rounds 1, bar = practical_delta
+ * (src/search/simulation.ts). The first tables screen with one verifier session of champion and
+ * candidate per candidate (`screenSessions: 'per-candidate'`, the loop's on a backend with several
+ * machines, fixed rounds). Prints, per noise model:
+ *   1. the acceptance table at the loop's screen rounds (search.screen_rounds, bar = practical_delta
  *      0.02) and at the earlier default (2 rounds, same bar): true gain per accelerator-hour and its
  *      multiple of one lineage's, false accepts at no change (an all-null scenario), and the bias of
  *      the reported effect, with the winner judged on fresh rounds and, as the contrast, on its
  *      screening rounds reused;
  *   2. the details behind it (iterations, accepts, regressions accepted, the winner's curse itself);
- * then the shared k + 1-arm screening session for comparison (a verifier the loop does not have), the
- * cost sensitivity (a heavier per-session overhead) and the screen designs tried at k = 3.
+ * then the shared k + 1-arm screening session, the cost sensitivity (a heavier per-session overhead),
+ * the screen designs tried at k = 3, and the racing screen (issue 36; the loop's on one machine:
+ * shared sessions, more of them while the leader is not separated) against one shared session of 1 and
+ * of 3 rounds, at k = 1..4, three noise models and two overheads.
  * Run: npm run bench:search [-- --trials 20 --seed 1]. Deterministic for a seed.
  */
 
 import { DEFAULT_SEARCH_POLICY, type ScreenPolicy, type SearchPolicy } from '../../src/search/index.js';
 import {
   ALL_NULL_PRIOR,
+  BUSY_NOISE,
   CONTAMINATED_NOISE,
   type CostModel,
   DEFAULT_COST,
@@ -35,7 +39,10 @@ import { type TrialsArgs as Args, parseTrialsArgs } from '../trials-args.js';
 /** Accelerator hours each simulated search runs for (one trial). */
 const BUDGET_HOURS = 10;
 const KS = [1, 2, 3, 4, 8];
-/** The loop's screen defaults (schemas/hillclimb.schema.json: search.screen_rounds, screen_bar = practical_delta). */
+/**
+ * The loop's screen defaults (schemas/hillclimb.schema.json: search.screen_rounds, screen_max_rounds,
+ * screen_bar = practical_delta); per-candidate sessions use its first session's rounds only.
+ */
 const LOOP_SCREEN: ScreenPolicy = DEFAULT_SEARCH_POLICY.screen;
 /** The loop's screen before this bench measured it (2 rounds), shown for contrast. */
 const EARLIER_SCREEN: ScreenPolicy = { rounds: 2, bar: 0.02 };
@@ -49,6 +56,23 @@ const HEAVY_OVERHEAD = 8;
 const DESIGN_K = 3;
 const TRIED_ROUNDS = [1, 2, 3];
 const TRIED_BARS = [0.01, 0.02, 0.03];
+
+/** The race's table: k = 1..4, shared sessions (the loop's screen on one machine). */
+const RACE_KS = [1, 2, 3, 4];
+/** The screens the race is set against, all in shared sessions. */
+const RACE_SCREENS: readonly { name: string; screen: ScreenPolicy }[] = [
+  {
+    name: `race ${LOOP_SCREEN.rounds}→${LOOP_SCREEN.maxRounds ?? LOOP_SCREEN.rounds} rounds (the loop's)`,
+    screen: LOOP_SCREEN,
+  },
+  { name: 'one session of 1 round (the loop before the race)', screen: { rounds: 1, bar: 0.02 } },
+  { name: 'one session of 3 rounds, no race', screen: { rounds: 3, bar: 0.02 } },
+];
+const RACE_NOISES: readonly { name: string; noise: RoundNoise }[] = [
+  { name: 'measured noise (paired CV 1%)', noise: MEASURED_NOISE },
+  { name: 'contaminated noise', noise: CONTAMINATED_NOISE },
+  { name: 'busy machine (paired CV ~10%, contaminated)', noise: BUSY_NOISE },
+];
 
 const NOISES: readonly { name: string; noise: RoundNoise }[] = [
   { name: 'measured noise (paired CV 1%)', noise: MEASURED_NOISE },
@@ -350,6 +374,62 @@ function designsTable(args: Args, results: readonly NoiseResult[]): string {
   );
 }
 
+/**
+ * The racing screen against one session of fixed rounds, all shared (one k + 1-arm session each): true
+ * gain per accelerator-hour and its multiple of one lineage's, false accepts at no change, the bias of
+ * accepted winners, how often the judged candidate was the best of the k, and what the screen cost.
+ */
+function raceTable(args: Args, noise: RoundNoise, cost: CostModel): string {
+  const lineage = run(args, policyFor(1, LOOP_SCREEN), 'fresh', PLAUSIBLE_PRIOR, noise, cost);
+  const lineageNull = run(args, policyFor(1, LOOP_SCREEN), 'fresh', ALL_NULL_PRIOR, noise, cost);
+  const rate = (s: SearchSummary): string =>
+    `${fixed(s.trueGainPctPerHour, 1)} ± ${fixed(s.trueGainPctPerHourSe, 1)}`;
+  const rows: string[][] = [
+    [
+      '1 (one lineage)',
+      '—',
+      rate(lineage),
+      '1.00×',
+      falseAccepts(lineageNull),
+      withSe(lineage.biasAccepted),
+      '—',
+      '—',
+      '—',
+    ],
+  ];
+  for (const k of RACE_KS.filter((k) => k > 1)) {
+    for (const { name, screen } of RACE_SCREENS) {
+      const s = run(args, policyFor(k, screen), 'fresh', PLAUSIBLE_PRIOR, noise, cost);
+      const allNull = run(args, policyFor(k, screen), 'fresh', ALL_NULL_PRIOR, noise, cost);
+      rows.push([
+        String(k),
+        name,
+        rate(s),
+        multiple(s, lineage),
+        falseAccepts(allNull),
+        withSe(s.biasAccepted),
+        s.pickedBest.n === 0 ? '—' : `${pct(s.pickedBest.mean, 0)} ± ${pct(s.pickedBest.se, 0)}`,
+        fixed(s.screenSessionsPerIteration, 2),
+        pct(s.screenCostShare, 0),
+      ]);
+    }
+  }
+  return table(
+    [
+      'k',
+      'screen (shared sessions)',
+      'true gain per accelerator-hour (log %)',
+      '× one lineage',
+      'false accepts at no change',
+      'bias, accepted winners (pp)',
+      'judged the best of k',
+      'screen sessions per iteration',
+      "screen's share of the cost",
+    ],
+    rows,
+  );
+}
+
 function main(): void {
   const args = parseTrialsArgs(process.argv.slice(2), 'bench:search', { trials: 20, seed: 1 });
   const started = performance.now();
@@ -410,6 +490,17 @@ function main(): void {
     '',
     designsTable(args, results),
   );
+  for (const cost of [SHARED, { ...SHARED, overheadPerArm: HEAVY_OVERHEAD }]) {
+    for (const { name, noise } of RACE_NOISES) {
+      progress(`the racing screen: ${name}, overhead ${cost.overheadPerArm}`);
+      out.push(
+        '',
+        `## The racing screen (issue 36): ${name}, ${cost.overheadPerArm} arm-rounds of overhead per arm per session`,
+        '',
+        raceTable(args, noise, cost),
+      );
+    }
+  }
   out.push('', `Run time: ${((performance.now() - started) / 1000).toFixed(0)} s.`);
   process.stdout.write(`${out.join('\n')}\n`);
 }

@@ -12,6 +12,7 @@ export function crossFieldProblems(config: HillclimbConfig): ConfigProblem[] {
     ...loopTargetExists(config),
     ...backendSections(config),
     ...measureBounds(config),
+    ...screenBounds(config),
     ...commandPlaceholders(config),
     ...agentSection(config),
     ...forgeAndStoreSections(config),
@@ -67,6 +68,18 @@ function measureBounds(c: HillclimbConfig): ConfigProblem[] {
     {
       keyPath: 'measure.max_runs_per_arm',
       message: `(${c.measure.max_runs_per_arm}) is below measure.runs_per_arm (${c.measure.runs_per_arm})`,
+    },
+  ];
+}
+
+function screenBounds(c: HillclimbConfig): ConfigProblem[] {
+  if (c.search.screen_max_rounds >= c.search.screen_rounds) return [];
+  return [
+    {
+      keyPath: 'search.screen_max_rounds',
+      message:
+        `(${c.search.screen_max_rounds}) is below search.screen_rounds (${c.search.screen_rounds}): ` +
+        'raise it, or set both to the same number for a screen of one session',
     },
   ];
 }

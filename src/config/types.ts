@@ -67,7 +67,10 @@ export interface LoopConfig {
 
 /** How an iteration with several candidates picks the one that gets the full comparison. */
 export interface SearchConfig {
+  /** Rounds of the first screening session and of every later session of the race. */
   screen_rounds: number;
+  /** The race's round budget: shared screens go on until the leader is separated or this many rounds. */
+  screen_max_rounds: number;
   /** One screening session of the champion and every candidate, on a backend that runs one job at a time. */
   shared_screen: boolean;
   /** Absent: `measure.practical_delta`. */

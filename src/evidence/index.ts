@@ -52,6 +52,7 @@ export type {
   ProfileEvidence,
   PublishEvidence,
   ScreenEvidence,
+  ScreenSession,
   SearchCandidateRow,
   SearchEvidence,
   SessionRecord,

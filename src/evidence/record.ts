@@ -4,7 +4,7 @@
  * artifacts (JUnit XML, metrics JSON, traces); the agent's words appear only in `agent.result`, as prose.
  */
 
-import type { Comparison } from '../stats/index.js';
+import type { Comparison, Interval } from '../stats/index.js';
 import type { ProfileAgreement, TraceDiff, TraceSummary } from '../trace/index.js';
 import type { JUnitTotals } from './junit.js';
 import type { KernelShare, LevelsEvidence, RunLevels } from './levels.js';
@@ -311,20 +311,40 @@ export interface PublishEvidence {
 }
 
 /**
- * One candidate's screening session: a few paired rounds of champion (a) and candidate (b) in one
- * verifier process. They rank the candidates; the winner's verdict comes from fresh rounds only.
+ * One candidate's screen: paired rounds of champion (a) and candidate (b), from one verifier session or,
+ * when the race (src/search/race.ts) gave the contenders more rounds, from several, concatenated in
+ * order. They rank the candidates; the winner's verdict comes from fresh rounds only.
  */
 export interface ScreenEvidence {
+  /** Rounds timed: the length of a and b. */
   rounds: number;
   a: number[];
   b: number[];
-  /** Median of the per-round improvement ratios (> 1 better); null when a value was unusable. */
+  /**
+   * Geometric mean of the per-round improvement ratios (> 1 better); null when a value was unusable.
+   * (Records written before the race hold the median.)
+   */
   estimate: number | null;
+  /**
+   * The paired t interval of that estimate at the race's per-look confidence (`search.race`); null
+   * under 2 rounds; absent in records written before the race.
+   */
+  interval?: Interval | null;
+  /**
+   * How the race dropped it by an interval: wholly below the bar, or behind the leader of that look
+   * (its slot). Absent when no interval dropped it, and in records written before the race.
+   */
+  droppedBy?: { kind: 'below-bar' } | { kind: 'behind'; leader: number };
   survived: boolean;
   reason: string;
-  /** The session document and its log, relative to the bundle. */
+  /** The first session's document and its log, relative to the bundle. */
   sessionFile: string;
   logFile: string;
+  /**
+   * Every session whose rounds are in a and b, in order (the first is sessionFile); absent in records
+   * written before the race, which had one.
+   */
+  sessions?: ScreenSession[];
   /** When the session's job was started, and how long it took (screens may run at once: parallelJobs). */
   startedAt: string;
   durationMs: number;
@@ -333,6 +353,15 @@ export interface ScreenEvidence {
    * overhead for all), this one included; absent when the candidate had a session of its own.
    */
   sharedWith?: number[];
+}
+
+/** One screening session of a candidate's screen: its files, rounds and time. */
+export interface ScreenSession {
+  sessionFile: string;
+  logFile: string;
+  rounds: number;
+  startedAt: string;
+  durationMs: number;
 }
 
 /** One candidate of an iteration's search, as the winner's comment and every candidate's record show it. */
@@ -344,8 +373,14 @@ export interface SearchCandidateRow {
   verdict: Verdict | null;
   /** Its screening estimate (null when it was not screened or a value was unusable). */
   estimate: number | null;
+  /** Its screen's interval and rounds (ScreenEvidence); absent in records written before the race. */
+  interval?: Interval | null;
+  rounds?: number;
   reason: string;
 }
+
+/** How a screen's race ended (src/search/race.ts RaceEnding, restated: evidence ranks below search). */
+export type RaceEnding = 'separated' | 'budget' | 'below-bar' | 'alone';
 
 export interface SearchEvidence {
   /** `winner`: the candidate whose full comparison decides the iteration; `loser`: every other one. */
@@ -360,7 +395,16 @@ export interface SearchEvidence {
   measured?: number[];
   /** 1 + search.screen_bar: the screening estimate a candidate needed. */
   threshold: number;
+  /** search.screen_rounds: the rounds of each screening session. */
   screenRounds: number;
+  /**
+   * How the screen's race ended (src/search/race.ts): `separated` (every other candidate dropped by an
+   * interval), `budget` (the leader chosen on its estimate after `maxRounds`), `below-bar` (no
+   * contender's estimate at the bar at a look), `alone` (one candidate screened); the per-look
+   * confidence of its intervals. Absent in a dry run, when nothing was screened,
+   * and in records written before the race.
+   */
+  race?: { ending: RaceEnding; confidence: number; maxRounds: number };
   candidates: SearchCandidateRow[];
 }
 

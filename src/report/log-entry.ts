@@ -34,6 +34,7 @@ import {
   EM_DASH,
   formatDuration,
   formatRatio,
+  formatRatioWithCi,
   formatTime,
   oneLine,
   plural,
@@ -51,7 +52,7 @@ import {
 } from './hotspots.js';
 import { kernelLine, modelLine, shareLine } from './levels.js';
 import { agentQuote, code, inert, inertAround } from './markdown.js';
-import { measuredInFull } from './search.js';
+import { measuredInFull, raceOutcome } from './search.js';
 
 /**
  * Bump whenever harnessLines, entryHeading or the digest change: lint then reports entries written
@@ -226,12 +227,18 @@ export function harnessLines(evidence: IterationEvidence, evidencePath: string):
       'Search',
       search.winner === null
         ? `${plural(search.candidates.length, 'candidate')}; none survived its gates and the screen`
-        : `${plural(search.candidates.length, 'candidate')}; ${measuredInFull(search)}, on fresh rounds`,
+        : `${plural(search.candidates.length, 'candidate')}; ${measuredInFull(search)}, on fresh rounds` +
+            (raceOutcome(search) ? `. ${raceOutcome(search)}` : ''),
     );
   }
   const screen = evidence.screen;
   if (screen) {
-    const estimate = screen.estimate === null ? 'no usable estimate' : formatRatio(screen.estimate);
+    const estimate =
+      screen.estimate === null
+        ? 'no usable estimate'
+        : screen.interval
+          ? formatRatioWithCi(screen.estimate, screen.interval)
+          : formatRatio(screen.estimate);
     const bar = search ? ` (bar ${formatRatio(search.threshold)})` : '';
     const self = evidence.slot?.index;
     const outcome =
@@ -241,11 +248,15 @@ export function harnessLines(evidence: IterationEvidence, evidencePath: string):
           : 'the best; measured in full'
         : self !== undefined && search?.measured?.includes(self)
           ? `measured in full, then candidate ${search.winner}`
-          : !screen.survived
-            ? 'below the bar: dropped'
-            : search?.winner != null
-              ? `behind candidate ${search.winner}`
-              : 'not measured in full';
+          : screen.droppedBy?.kind === 'below-bar'
+            ? 'interval wholly below the bar: dropped'
+            : screen.droppedBy?.kind === 'behind'
+              ? `separated behind candidate ${screen.droppedBy.leader}: dropped`
+              : !screen.survived
+                ? 'below the bar: dropped'
+                : search?.winner != null
+                  ? `behind candidate ${search.winner}`
+                  : 'not measured in full';
     add(
       'Screen',
       `${plural(screen.rounds, 'paired round')} against the champion: ${estimate}${bar}; ${outcome}`,

@@ -4,7 +4,7 @@
  * and in every candidate's log entry; losers have no PR of their own (docs/search.md).
  */
 import type { IterationEvidence, SearchCandidateRow } from '../evidence/index.js';
-import { formatRatio, plural } from './format.js';
+import { formatRatio, formatRatioWithCi, plural } from './format.js';
 import { cell, table } from './markdown.js';
 
 const STAGE_LABELS: Record<string, string> = {
@@ -24,23 +24,62 @@ export function searchSection(evidence: IterationEvidence): string | undefined {
   const rows = search.candidates.map((row) => candidateCells(row, evidence));
   const k = search.candidates.length;
   const heading = `#### Search: ${plural(k, 'candidate')}, ${measuredInFull(search)}`;
+  const race = search.race;
+  const screened = race
+    ? `screened against the champion in sessions of ${plural(search.screenRounds, 'paired round')}, raced up to ` +
+      `${plural(race.maxRounds, 'round')}: after each session a candidate was dropped when its interval ` +
+      `against the champion lay wholly below ${formatRatio(search.threshold)}, or the leader's interval over ` +
+      `it lay wholly above 1 (${confidenceText(race.confidence)} per look); the rest got another session`
+    : `screened against the champion (${plural(search.screenRounds, 'paired round')})`;
   const rule =
-    `Every candidate that passed its gates was screened against the champion (${plural(search.screenRounds, 'paired round')}); ` +
+    `Every candidate that passed its gates was ${screened}; ` +
     `only the best one at or above ${formatRatio(search.threshold)} was measured in full, on fresh rounds ` +
     "(the next best too when one ended invalid, no-op or error before the comparison's first look, having said nothing about its effect). " +
     'The verdict and every number of the full comparison come from those rounds alone: the best of several ' +
     'noisy screens overstates its own effect, so a screening round is never evidence.';
+  const outcome = raceOutcome(search);
   return [
     heading,
     rule,
-    table(['candidate', 'change', 'reached', 'screen', 'verdict', 'why'], rows, [
+    ...(outcome ? [outcome] : []),
+    table(['candidate', 'change', 'reached', 'screen [interval]', 'rounds', 'verdict', 'why'], rows, [
       'left',
       'left',
       'left',
       'right',
+      'right',
     ]),
   ].join('\n\n');
 }
+
+/**
+ * Whether the screen separated its pick from the runner-up or chose it on its estimate when the round
+ * budget was spent (the runner-up is then the best candidate the race kept to the end).
+ */
+export function raceOutcome(search: NonNullable<IterationEvidence['search']>): string | undefined {
+  const race = search.race;
+  const picked = search.candidates.find((c) => c.slot === (search.measured?.[0] ?? search.winner));
+  if (!race || !picked || picked.estimate === null) return undefined;
+  if (race.ending === 'alone') return `One candidate was screened: the race had no one to separate it from.`;
+  if (race.ending === 'below-bar') {
+    return `No candidate's estimate reached ${formatRatio(search.threshold)} at a look of the race (${plural(picked.rounds ?? 0, 'round')}): more rounds would not have made a winner likely.`;
+  }
+  if (race.ending === 'separated') {
+    return `The race separated candidate ${picked.slot} from every other candidate: each was dropped by an interval.`;
+  }
+  const runnerUp = search.candidates
+    .filter((c) => c !== picked && c.estimate !== null && c.rounds === picked.rounds)
+    .sort((x, y) => y.estimate! - x.estimate!)[0];
+  const behind = runnerUp
+    ? `, not separated from candidate ${runnerUp.slot} (${formatRatio(runnerUp.estimate!)})`
+    : '';
+  return (
+    `Candidate ${picked.slot} was chosen on its estimate at the round budget (${plural(race.maxRounds, 'round')})${behind}: ` +
+    'the screen could not tell them apart, and the full comparison decides.'
+  );
+}
+
+const confidenceText = (c: number): string => `${(c * 100).toFixed(2).replace(/\.?0+$/, '')}%`;
 
 function candidateCells(row: SearchCandidateRow, evidence: IterationEvidence): string[] {
   const self = row.slot === evidence.slot?.index;
@@ -48,11 +87,18 @@ function candidateCells(row: SearchCandidateRow, evidence: IterationEvidence): s
   const verdict = self ? (evidence.verdict ?? row.verdict) : row.verdict;
   const reason = self ? (evidence.verdictReasons[0] ?? row.reason) : row.reason;
   const name = self ? `**${row.slot}** (this)` : String(row.slot);
+  const screen =
+    row.estimate === null
+      ? '—'
+      : row.interval
+        ? formatRatioWithCi(row.estimate, row.interval)
+        : formatRatio(row.estimate);
   return [
     name,
     row.subject === null ? '—' : cell(row.subject),
     STAGE_LABELS[row.stage] ?? row.stage,
-    row.estimate === null ? '—' : formatRatio(row.estimate),
+    screen,
+    row.rounds === undefined ? '—' : String(row.rounds),
     verdict ?? (row.stage === 'measure' ? 'being measured' : '—'),
     cell(reason),
   ];

@@ -15,21 +15,34 @@ import {
   DEFAULT_SEQUENTIAL_POLICY,
   type Direction,
   decideNext,
-  median,
+  type Interval,
   type SequentialPolicy,
 } from '../stats/index.js';
+import { type RaceArm, type RaceDrop, type RaceEnding, type RaceStanding, replayRace } from './race.js';
 
 /** The screening measurement's knobs. */
 export interface ScreenPolicy {
-  /** Rounds of the screening session: each times the champion and every candidate once, call by call. */
+  /**
+   * Rounds of the first screening session, and of every later one of the race: each round times the
+   * champion and every candidate once, call by call.
+   */
   rounds: number;
   /**
-   * A candidate survives when its screening estimate (median per-round improvement ratio) is at least
-   * 1 + bar. A fraction: 0.02 = +2%. The default is the practical floor (`measure.practical_delta`):
-   * a candidate whose screen does not even show the smallest gain worth a PR does not get the full
-   * comparison. The screen only ranks and filters; it never accepts.
+   * The race's round budget (./race.ts): while the leader is not separated from the others, the
+   * contenders get another session of `rounds` rounds until they have been timed this many. Absent:
+   * `rounds` (one session, no race).
+   */
+  maxRounds?: number;
+  /**
+   * A candidate survives when its screening estimate (geometric mean of its per-round improvement
+   * ratios) is at least 1 + bar, and the race drops it early when its interval lies wholly below. A
+   * fraction: 0.02 = +2%. The default is the practical floor (`measure.practical_delta`): a candidate
+   * whose screen does not even show the smallest gain worth a PR does not get the full comparison. The
+   * screen only ranks and filters; it never accepts.
    */
   bar: number;
+  /** The race's bound on dropping the best candidate (./race.ts); absent: RACE_FALSE_DROP_RATE. */
+  falseDropRate?: number;
 }
 
 /** How an iteration searches: k proposals, one screen, one full comparison of the best survivor. */
@@ -44,7 +57,7 @@ export interface SearchPolicy {
 /** The design `npm run bench:search` measures (docs/search.md says what else was tried). */
 export const DEFAULT_SEARCH_POLICY: SearchPolicy = {
   candidates: 4,
-  screen: { rounds: 1, bar: 0.02 },
+  screen: { rounds: 3, maxRounds: 6, bar: 0.02 },
   full: DEFAULT_SEQUENTIAL_POLICY,
 };
 
@@ -67,8 +80,20 @@ export interface ScreenArm {
 
 export interface ScreenedCandidate {
   id: string;
-  /** Median over rounds of the improvement ratio (> 1 better); null when the values cannot be used. */
+  /**
+   * Geometric mean over its rounds of the improvement ratio (> 1 better); null when the values cannot
+   * be used.
+   */
   estimate: number | null;
+  /** Its paired t interval against the champion at the race's per-look confidence; null under 2 rounds. */
+  interval: Interval | null;
+  /** Rounds it was timed (a candidate the race dropped has fewer than the ones it kept). */
+  rounds: number;
+  /**
+   * How the race dropped it, by an interval: against the champion wholly below the bar, or the leader's
+   * against it wholly above 1 (that leader's id). Null when no interval dropped it.
+   */
+  droppedBy: { kind: 'below-bar' } | { kind: 'behind'; leader: string } | null;
   survived: boolean;
   /** Why it survived or was dropped, in one line. */
   reason: string;
@@ -77,10 +102,22 @@ export interface ScreenedCandidate {
 export interface ScreenResult {
   /** Survivors first, best estimate first; then the dropped ones, best first, unusable ones last. */
   ranked: ScreenedCandidate[];
-  /** The best survivor's id: the one candidate the full comparison measures. Null when none survived. */
+  /**
+   * The best survivor's id: the one candidate the full comparison measures. Null when none survived,
+   * and while the race goes on (`next`).
+   */
   winner: string | null;
   /** 1 + bar: the estimate a candidate needed. */
   threshold: number;
+  /**
+   * While the race goes on: another session of the champion and these contenders for this many rounds.
+   * Null once the ranking is final.
+   */
+  next: { rounds: number; ids: string[] } | null;
+  /** How the race ended (null while it goes on); ./race.ts. */
+  ending: RaceEnding | null;
+  /** The confidence of the intervals (per look: Bonferroni over the looks and the candidates). */
+  confidence: number;
 }
 
 /** Paired rounds of champion (a) and one candidate (b): a[i] and b[i] were timed in the same round. */
@@ -92,6 +129,12 @@ export interface PairedRounds {
 function checkScreenPolicy(policy: ScreenPolicy): void {
   if (!(Number.isInteger(policy.rounds) && policy.rounds >= 1)) {
     throw new RangeError(`screen.rounds must be an integer ≥ 1, got ${policy.rounds}`);
+  }
+  const max = policy.maxRounds ?? policy.rounds;
+  if (!(Number.isInteger(max) && max >= policy.rounds)) {
+    throw new RangeError(
+      `screen.maxRounds must be an integer ≥ screen.rounds (${policy.rounds}), got ${max}`,
+    );
   }
   if (!(Number.isFinite(policy.bar) && policy.bar > -1)) {
     throw new RangeError(`screen.bar must be a finite fraction > −1, got ${policy.bar}`);
@@ -105,57 +148,57 @@ export function roundRatios(rounds: PairedRounds, direction: Direction): number[
   return rounds.a.map((a, i) => (direction === 'lower' ? a / rounds.b[i]! : rounds.b[i]! / a));
 }
 
-/**
- * The screening estimate: the median of the per-round ratios. A ratio within a round cancels whatever
- * slowed both arms of it (load, clocks); the median shrugs off a round one arm lost to a disturbance.
- */
-function screenEstimate(rounds: PairedRounds, direction: Direction): number {
-  return median(roundRatios(rounds, direction));
-}
-
-function screenOne(
-  champion: readonly number[],
-  arm: ScreenArm,
-  direction: Direction,
-  policy: ScreenPolicy,
-): ScreenedCandidate {
-  const drop = (reason: string): ScreenedCandidate => ({
-    id: arm.id,
-    estimate: null,
-    survived: false,
-    reason,
-  });
+/** Why a candidate cannot be ranked at all, or null: its ratios then enter the race. */
+function unusable(champion: readonly number[], arm: ScreenArm, policy: ScreenPolicy): string | null {
   if (arm.values.length !== champion.length) {
-    return drop(`${arm.values.length} screening values for ${champion.length} rounds`);
+    return `${arm.values.length} screening values for ${champion.length} rounds`;
   }
   if (champion.length < policy.rounds) {
-    return drop(`${champion.length} screening rounds; the screen needs ${policy.rounds}`);
+    return `${champion.length} screening rounds; the screen needs ${policy.rounds}`;
   }
   if (!arm.values.every(usable) || !champion.every(usable)) {
-    return drop('a screening value is not a finite positive number');
+    return 'a screening value is not a finite positive number';
   }
-  const estimate = screenEstimate({ a: champion, b: arm.values }, direction);
-  const threshold = 1 + policy.bar;
-  const survived = estimate >= threshold;
-  const shown = `screen ${estimate.toFixed(4)} over ${champion.length} round${champion.length === 1 ? '' : 's'}`;
-  return {
-    id: arm.id,
-    estimate,
-    survived,
-    reason: survived ? `${shown} ≥ ${threshold.toFixed(4)}` : `${shown} < ${threshold.toFixed(4)}: dropped`,
-  };
+  return null;
 }
 
-/** Survivors before the dropped, then by estimate (unusable last); ties keep the proposal order. */
+const roundsText = (n: number): string => `${n} round${n === 1 ? '' : 's'}`;
+
+/** "screen 1.0810 [1.0102, 1.1567] over 6 rounds" (no interval under 2 rounds). */
+function screenText(standing: RaceStanding): string {
+  const ci = standing.vsChampion?.ci;
+  const interval = ci ? ` [${ci.lo.toFixed(4)}, ${ci.hi.toFixed(4)}]` : '';
+  return `screen ${standing.estimate.toFixed(4)}${interval} over ${roundsText(standing.rounds)}`;
+}
+
+function dropText(drop: RaceDrop, threshold: number): string {
+  if (drop.kind === 'below-bar') {
+    return `interval wholly below ${threshold.toFixed(4)} at look ${drop.look}: dropped`;
+  }
+  const ci = drop.vsLeader.ci;
+  return (
+    `candidate ${drop.leader} ahead by ${drop.vsLeader.estimate.toFixed(4)} [${ci.lo.toFixed(4)}, ${ci.hi.toFixed(4)}] ` +
+    `over the same ${roundsText(drop.vsLeader.rounds)}, wholly above 1, at look ${drop.look}: dropped`
+  );
+}
+
+/**
+ * Survivors before the dropped; among survivors, the ones the race kept before the ones a leader was
+ * separated from (whose estimates are over fewer rounds); then by estimate (unusable last); ties keep
+ * the proposal order.
+ */
 function byRank(x: ScreenedCandidate, y: ScreenedCandidate): number {
   if (x.survived !== y.survived) return x.survived ? -1 : 1;
+  const behind = (c: ScreenedCandidate) => Number(c.droppedBy?.kind === 'behind');
+  if (x.survived && behind(x) !== behind(y)) return behind(x) - behind(y);
   return (y.estimate ?? Number.NEGATIVE_INFINITY) - (x.estimate ?? Number.NEGATIVE_INFINITY);
 }
 
 /**
- * Rank the candidates of one screening session and pick the best survivor. The estimates rank; they
- * are never evidence: the winner's estimate is the maximum of k noisy ones and sits above its true
- * effect on average.
+ * Rank the candidates of the screen so far (./race.ts): say whether the race needs another session,
+ * and once it has ended, pick the best survivor — a contender the race kept whose estimate reaches
+ * 1 + bar. The estimates rank; they are never evidence: the winner's estimate is the maximum of k
+ * noisy ones and sits above its true effect on average.
  * @throws RangeError on a bad screen policy (a caller bug); bad values only drop their candidate.
  */
 export function screenCandidates(
@@ -167,11 +210,71 @@ export function screenCandidates(
   const ids = new Set(measurement.candidates.map((c) => c.id));
   if (ids.size !== measurement.candidates.length)
     throw new RangeError('screen: candidate ids must be unique');
-  const ranked = measurement.candidates
-    .map((arm) => screenOne(arm.champion ?? measurement.champion, arm, direction, policy))
-    .sort(byRank);
+  const threshold = 1 + policy.bar;
+  const refused: ScreenedCandidate[] = [];
+  const racing: RaceArm[] = [];
+  for (const arm of measurement.candidates) {
+    const champion = arm.champion ?? measurement.champion;
+    const why = unusable(champion, arm, policy);
+    if (why === null)
+      racing.push({ id: arm.id, ratios: roundRatios({ a: champion, b: arm.values }, direction) });
+    else
+      refused.push({
+        id: arm.id,
+        estimate: null,
+        interval: null,
+        rounds: champion.length,
+        droppedBy: null,
+        survived: false,
+        reason: why,
+      });
+  }
+  const race = replayRace(racing, {
+    rounds: policy.rounds,
+    maxRounds: policy.maxRounds ?? policy.rounds,
+    threshold,
+    ...(policy.falseDropRate === undefined ? {} : { falseDropRate: policy.falseDropRate }),
+  });
+  const final = race.next === null;
+  const ranked = race.standings.map((standing): ScreenedCandidate => {
+    const shown = screenText(standing);
+    const kept = standing.dropped === null;
+    // One the leader separated from still cleared the bar: it survives, ranked behind the kept ones,
+    // and is measured in full should the winner's comparison end before it says anything.
+    const survived = final && standing.dropped?.kind !== 'below-bar' && standing.estimate >= threshold;
+    const reason = !kept
+      ? `${shown}: ${dropText(standing.dropped!, threshold)}`
+      : !final
+        ? `${shown}: still racing`
+        : survived
+          ? `${shown} ≥ ${threshold.toFixed(4)}`
+          : `${shown} < ${threshold.toFixed(4)}: dropped`;
+    return {
+      id: standing.id,
+      estimate: standing.estimate,
+      interval: standing.vsChampion?.ci ?? null,
+      rounds: standing.rounds,
+      droppedBy:
+        standing.dropped === null
+          ? null
+          : standing.dropped.kind === 'below-bar'
+            ? { kind: 'below-bar' }
+            : { kind: 'behind', leader: standing.dropped.leader },
+      survived,
+      reason,
+    };
+  });
+  ranked.push(...refused);
+  ranked.sort(byRank);
   const best = ranked[0];
-  return { ranked, winner: best?.survived ? best.id : null, threshold: 1 + policy.bar };
+  return {
+    ranked,
+    winner: final && best?.survived ? best.id : null,
+    threshold,
+    next: race.next && { rounds: race.next.rounds, ids: race.contenders },
+    ending: race.ending,
+    confidence: race.confidence,
+  };
 }
 
 /** The winner of a screen and its own screening rounds (kept to refuse them as evidence). */

@@ -12,7 +12,9 @@ import {
   judgeWinner,
   type PairedRounds,
   replaySequential,
+  type ScreenArm,
   type ScreenMeasurement,
+  type ScreenResult,
   type SearchPolicy,
   type Selection,
   screenCandidates,
@@ -75,6 +77,12 @@ export const CONTAMINATED_NOISE: RoundNoise = {
   shared: 0.05,
   disturbance: { probability: 0.05, min: 0.05, max: 0.5 },
 };
+
+/**
+ * A busy machine as issue 36 measured it (load 10–15 on 2 cores): a paired CV near 10% (per arm 7%),
+ * on top of the contaminated shape's shared slowdowns and one-arm disturbances.
+ */
+export const BUSY_NOISE: RoundNoise = { ...CONTAMINATED_NOISE, cv: 0.07 };
 
 const CHAMPION_MS = 100;
 
@@ -192,6 +200,14 @@ export interface IterationOutcome {
   screenEstimate: number | null;
   comparison: Comparison | null;
   accepted: boolean;
+  /** Arm-rounds the screen spent, and its verifier sessions (0 at k = 1). */
+  screenCost: number;
+  screenSessions: number;
+  /**
+   * Whether the candidate judged in full was the best of the k in truth; null when none was judged or
+   * none of the k was a real gain (k = 1 too).
+   */
+  pickedBest: boolean | null;
 }
 
 /** What one iteration needs: the strategy, the world it runs in, and the seeded generator it draws from. */
@@ -233,32 +249,81 @@ function fullComparison(
   }
 }
 
+/**
+ * The screen as the loop runs it: the first session, then — shared sessions only — another session of
+ * the champion and the race's contenders while the race asks for one (./race.ts). Per-candidate
+ * sessions keep their fixed rounds (the loop's, too), ranked by the same rule at one look.
+ */
+export function raceScreen(
+  ctx: Pick<IterationContext, 'strategy' | 'noise' | 'cost' | 'rng'>,
+  trueRatios: readonly number[],
+  sessions: ScreenSessions,
+): { measurement: ScreenMeasurement; result: ScreenResult; cost: number; sessions: number } {
+  const { policy } = ctx.strategy;
+  const screen =
+    sessions === 'shared' ? policy.screen : { ...policy.screen, maxRounds: policy.screen.rounds };
+  let measurement = measureScreen(trueRatios, screen.rounds, ctx.noise, sessions, ctx.rng);
+  let cost = screenCost(ctx.cost, policy.candidates, screen.rounds);
+  let count = sessions === 'shared' ? 1 : policy.candidates;
+  for (;;) {
+    const result = screenCandidates(measurement, 'lower', screen);
+    if (result.next === null) return { measurement, result, cost, sessions: count };
+    const ids = result.next.ids;
+    const [champion, ...arms] = measureSession(
+      [1, ...ids.map((id) => trueRatios[Number(id)]!)],
+      result.next.rounds,
+      ctx.noise,
+      ctx.rng,
+    );
+    // Each arm carries its own champion rounds from here on: the dropped keep the rounds they had.
+    const shared = measurement.champion;
+    measurement = {
+      champion: [],
+      candidates: measurement.candidates.map((arm: ScreenArm) => {
+        const i = ids.indexOf(arm.id);
+        const own = arm.champion ?? shared;
+        return i < 0
+          ? { ...arm, champion: own }
+          : { ...arm, values: [...arm.values, ...arms[i]!], champion: [...own, ...champion!] };
+      }),
+    };
+    cost += sessionCost(ctx.cost, ids.length + 1, result.next.rounds);
+    count += 1;
+  }
+}
+
 /** One iteration: propose k, screen them (k > 1; `cost.screenSessions`), fully compare the best survivor. */
 export function runIteration(ctx: IterationContext): IterationOutcome {
   const { policy } = ctx.strategy;
   const trueRatios = Array.from({ length: policy.candidates }, () => drawTrueRatio(ctx.prior, ctx.rng));
   if (policy.candidates === 1) {
     const { cost, comparison } = fullComparison(ctx, trueRatios[0]!, null);
-    return outcome(cost, trueRatios[0]!, null, comparison);
+    return { ...outcome(cost, trueRatios[0]!, null, comparison), pickedBest: null };
   }
   const sessions = ctx.cost.screenSessions ?? 'per-candidate';
-  const measurement = measureScreen(trueRatios, policy.screen.rounds, ctx.noise, sessions, ctx.rng);
-  const screening = screenCost(ctx.cost, policy.candidates, policy.screen.rounds);
-  const result = screenCandidates(measurement, 'lower', policy.screen);
-  const selection = selectWinner(measurement, result);
+  const screen = raceScreen(ctx, trueRatios, sessions);
+  const selection = selectWinner(screen.measurement, screen.result);
+  const screenSpent = { screenCost: screen.cost, screenSessions: screen.sessions };
   if (selection === null) {
     return {
-      cost: screening,
+      cost: screen.cost,
       judgedTrueRatio: null,
       screenEstimate: null,
       comparison: null,
       accepted: false,
+      ...screenSpent,
+      pickedBest: null,
     };
   }
   const trueRatio = trueRatios[Number(selection.winner)]!;
-  const estimate = result.ranked[0]!.estimate;
+  const estimate = screen.result.ranked[0]!.estimate;
   const full = fullComparison(ctx, trueRatio, selection);
-  return outcome(screening + full.cost, trueRatio, estimate, full.comparison);
+  const best = Math.max(...trueRatios);
+  return {
+    ...outcome(screen.cost + full.cost, trueRatio, estimate, full.comparison),
+    ...screenSpent,
+    pickedBest: best > 1 ? trueRatio === best : null,
+  };
 }
 
 function outcome(
@@ -266,13 +331,15 @@ function outcome(
   trueRatio: number,
   screenEstimate: number | null,
   comparison: Comparison,
-): IterationOutcome {
+): Omit<IterationOutcome, 'pickedBest'> {
   return {
     cost,
     judgedTrueRatio: trueRatio,
     screenEstimate,
     comparison,
     accepted: comparison.verdict === 'improved',
+    screenCost: 0,
+    screenSessions: 0,
   };
 }
 
@@ -322,6 +389,11 @@ export interface SearchSummary {
   biasJudged: MeanEstimate;
   /** The winner's screening estimate − its true effect, percentage points (the winner's curse). */
   screenBias: MeanEstimate;
+  /** The screen's share of the arm-rounds spent, and its verifier sessions per iteration. */
+  screenCostShare: number;
+  screenSessionsPerIteration: number;
+  /** Of judged iterations with a real gain among the k: the share whose judged candidate was the best. */
+  pickedBest: MeanEstimate;
 }
 
 export interface SearchSimulation {
@@ -355,6 +427,9 @@ export function simulateSearch(sim: SearchSimulation): SearchSummary {
   const biasAccepted = new Accumulator();
   const biasJudged = new Accumulator();
   const screenBias = new Accumulator();
+  const pickedBest = new Accumulator();
+  let screenSpent = 0;
+  let screenSessions = 0;
   let spent = 0;
   let iterations = 0;
   let judged = 0;
@@ -370,7 +445,10 @@ export function simulateSearch(sim: SearchSimulation): SearchSummary {
       const it = runIteration(ctx);
       trialSpent += it.cost;
       spent += it.cost;
+      screenSpent += it.screenCost;
+      screenSessions += it.screenSessions;
       iterations += 1;
+      if (it.pickedBest !== null) pickedBest.add(Number(it.pickedBest));
       if (it.judgedTrueRatio === null || it.comparison?.ratio == null) continue;
       judged += 1;
       const trueDelta = deltaPct(it.judgedTrueRatio);
@@ -402,5 +480,8 @@ export function simulateSearch(sim: SearchSimulation): SearchSummary {
     biasAccepted: biasAccepted.estimate(),
     biasJudged: biasJudged.estimate(),
     screenBias: screenBias.estimate(),
+    screenCostShare: screenSpent / spent,
+    screenSessionsPerIteration: screenSessions / iterations,
+    pickedBest: pickedBest.estimate(),
   };
 }

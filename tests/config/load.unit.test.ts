@@ -106,6 +106,10 @@ describe('parseConfig', () => {
     expect(configError(`${MINIMAL}measure:\n  runs_per_arm: 9\n  max_runs_per_arm: 5\n`).message).toContain(
       'below measure.runs_per_arm',
     );
+    expect(configError(`${MINIMAL}search:\n  screen_rounds: 4\n  screen_max_rounds: 3\n`)).toMatchObject({
+      keyPath: 'search.screen_max_rounds',
+      message: expect.stringContaining('below search.screen_rounds (4)'),
+    });
     expect(configError(MINIMAL.replace('    programs:\n      module: bench\n', '')).keyPath).toBe(
       'targets.k.programs',
     );

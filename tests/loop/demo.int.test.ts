@@ -128,8 +128,11 @@ describe('hillclimb demo', () => {
         expect(body).toMatch(/\*\*Amdahl\*\* .*a 2× faster kernel gives at most [\d.]+× step speed/);
         expect(body).toContain('; model MFU ');
         expect(body).toContain('#### Search: 3 candidates, candidate 1 measured in full');
-        expect(body).toMatch(/\| 2 \| [^|]+ \| CPU gate \| — \| invalid \|/);
-        expect(body).toMatch(/\| 3 \| [^|]+ \| screen \| [\d.]+× \| screened-out \|/);
+        expect(body).toMatch(/\| 2 \| [^|]+ \| CPU gate \| — \| — \| invalid \|/);
+        // The screen's estimate with its interval (the race's) and its rounds.
+        expect(body).toMatch(
+          /\| 3 \| [^|]+ \| screen \| [\d.]+× \[[\d.]+×, [\d.]+×\] \| \d+ \| screened-out \|/,
+        );
         // One peak for both arms of the comparison: MFU moves against the time, never with it (a peak
         // measured per arm once printed "model MFU 8.21% → 7.07%" beside a step 7.8% faster).
         for (const level of ['kernel', 'model `tiny`']) {

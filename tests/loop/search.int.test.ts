@@ -56,7 +56,13 @@ describe('an iteration with three candidates (loop.candidates: 3)', () => {
     expect(first!.stoppedAt).toBe('cpu-gate');
     expect(first!.screen).toBeUndefined();
     expect(second!.screen!.survived).toBe(false);
-    expect(second!.verdictReasons[0]).toMatch(/^screen \d\.\d{4} over 1 round < 1\.2000: dropped/);
+    // Three rounds resolve a null change against a 2.5× one at the first look: the race ends there.
+    expect(second!.verdictReasons[0]).toMatch(
+      /^screen \d\.\d{4} \[\d\.\d{4}, \d\.\d{4}\] over 3 rounds: (interval wholly below 1\.2000|candidate 3 ahead by \d\.\d{4} .*) at look 1: dropped/,
+    );
+    expect(second!.screen!.droppedBy).toBeDefined();
+    expect(third!.search!.race).toMatchObject({ ending: 'separated', maxRounds: 6 });
+    expect(second!.screen!.sessions).toHaveLength(1);
     expect(second!.measurement).toBeUndefined();
     // One machine: the two candidates that passed their gates were screened in one session with the
     // champion, each against the champion's values of the same rounds, and the session is in both records.
@@ -68,7 +74,7 @@ describe('an iteration with three candidates (loop.candidates: 3)', () => {
       expect(existsSync(join(c.bundleDir, c.evidence!.screen!.sessionFile))).toBe(true);
     }
     expect(
-      lines.some((l) => /screen: 1 round of the champion and 2 candidates in one verifier session/.test(l)),
+      lines.some((l) => /screen: 3 rounds of the champion and 2 candidates in one verifier session$/.test(l)),
     ).toBe(true);
     expect(third!.search!.role).toBe('winner');
     expect(result.champion.iteration).toBe(1);
@@ -82,7 +88,8 @@ describe('an iteration with three candidates (loop.candidates: 3)', () => {
   it('judges the winner on fresh rounds only: none of its screening rounds is in the comparison', () => {
     const winner = result.iterations[0]!.evidence;
     const screen = winner.screen!;
-    expect(screen.rounds).toBe(1);
+    expect(screen.rounds).toBe(3);
+    expect(screen.interval!.lo).toBeGreaterThan(1);
     expect(screen.estimate!).toBeGreaterThanOrEqual(1.2);
     const m = winner.measurement!;
     expect(m.sessions!.map((s) => s.file)).not.toContain(screen.sessionFile);
@@ -101,9 +108,14 @@ describe('an iteration with three candidates (loop.candidates: 3)', () => {
     const comment = showLocalPull(result.stateDir, pulls[0]!.number)!.comments[0]!.body;
     expect(comment).toContain('#### Search: 3 candidates, candidate 3 measured in full');
     expect(comment).toMatch(/runs\/[^/]+\/i001-c3\/evidence\.json/);
-    expect(comment).toMatch(/\| 1 \| [^|]+ \| CPU gate \| — \| invalid \|/);
-    expect(comment).toMatch(/\| 2 \| [^|]+ \| screen \| \d\.\d{3}× \| screened-out \|/);
-    expect(comment).toMatch(/\| \*\*3\*\* \(this\) \| [^|]+ \| full comparison \| \d\.\d{3}× \| improved \|/);
+    expect(comment).toMatch(/\| 1 \| [^|]+ \| CPU gate \| — \| — \| invalid \|/);
+    expect(comment).toMatch(
+      /\| 2 \| [^|]+ \| screen \| \d\.\d{3}× \[\d\.\d{3}×, \d\.\d{3}×\] \| 3 \| screened-out \|/,
+    );
+    expect(comment).toMatch(
+      /\| \*\*3\*\* \(this\) \| [^|]+ \| full comparison \| \d\.\d{3}× \[\d\.\d{3}×, \d\.\d{3}×\] \| 3 \| improved \|/,
+    );
+    expect(comment).toContain('The race separated candidate 3 from every other candidate');
     // Losers are never pushed.
     const branches = gitIn(repo, 'branch', '--list', '--format=%(refname:short)');
     for (const loser of result.iterations[0]!.candidates!.slice(0, 2)) {
@@ -128,7 +140,7 @@ describe('an iteration with three candidates (loop.candidates: 3)', () => {
       '### Iteration 1c',
     ]);
     expect(runLog).toMatch(
-      /- Screen: 1 paired round against the champion: \d\.\d{3}× \(bar 1\.200×\); below the bar: dropped/,
+      /- Screen: 3 paired rounds against the champion: \d\.\d{3}× \[\d\.\d{3}×, \d\.\d{3}×\] \(bar 1\.200×\); (interval wholly below the bar|separated behind candidate 3): dropped/,
     );
     const lint = lintLog(runLog, {
       scope: 'all',

@@ -45,8 +45,8 @@ describe('screenCandidates', () => {
       ['slow', false],
       ['broken', false],
     ]);
-    // The estimate is the median of the per-round ratios A / B.
-    expect(result.ranked[0]!.estimate).toBeCloseTo((100 / 95 + 100 / 95.5) / 2, 12);
+    // The estimate is the geometric mean of the per-round ratios A / B.
+    expect(result.ranked[0]!.estimate).toBeCloseTo(Math.sqrt((100 / 95) * (100 / 95.5)), 12);
     expect(result.ranked[1]!.reason).toMatch(/< 1\.0200: dropped$/);
     expect(result.ranked[3]).toMatchObject({ estimate: null, reason: expect.stringMatching(/not a finite/) });
   });
@@ -68,7 +68,7 @@ describe('screenCandidates', () => {
     };
     const result = screenCandidates(mfu, 'higher', { rounds: 3, bar: 0.02 });
     expect(result.winner).toBe('up');
-    expect(result.ranked[0]!.estimate).toBeCloseTo(1.1, 12);
+    expect(result.ranked[0]!.estimate).toBeCloseTo(Math.cbrt(1.1 * 1.08 * 1.12), 12);
   });
 
   it('drops a candidate with too few rounds, and refuses a bad policy or duplicate ids', () => {
@@ -165,10 +165,10 @@ describe('replaySequential', () => {
 });
 
 describe('DEFAULT_SEARCH_POLICY', () => {
-  it('is the design bench:search measures: k = 4, a 1-round screen at +2%, the loop rule for the winner', () => {
+  it('is the design bench:search measures: k = 4, a race of 3 to 6 rounds at +2%, the loop rule for the winner', () => {
     expect(DEFAULT_SEARCH_POLICY).toEqual({
       candidates: 4,
-      screen: { rounds: 1, bar: 0.02 },
+      screen: { rounds: 3, maxRounds: 6, bar: 0.02 },
       full: DEFAULT_SEQUENTIAL_POLICY,
     });
   });

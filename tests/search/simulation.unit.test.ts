@@ -88,8 +88,9 @@ describe('the simulation model', () => {
 });
 
 describe('simulateSearch', () => {
+  // A one-round screen: the noisiest, so the winner's curse shows in a few iterations.
   const base: SearchSimulation = {
-    strategy: { policy: DEFAULT_SEARCH_POLICY, evidence: 'fresh' },
+    strategy: { policy: { ...DEFAULT_SEARCH_POLICY, screen: { rounds: 1, bar: 0.02 } }, evidence: 'fresh' },
     prior: ALL_NULL_PRIOR,
     noise: MEASURED_NOISE,
     budgetHours: 4,

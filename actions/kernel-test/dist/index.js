@@ -44770,6 +44770,7 @@ function crossFieldProblems(config) {
     ...loopTargetExists(config),
     ...backendSections(config),
     ...measureBounds(config),
+    ...screenBounds(config),
     ...commandPlaceholders(config),
     ...agentSection(config),
     ...forgeAndStoreSections(config),
@@ -44817,6 +44818,15 @@ function measureBounds(c3) {
     {
       keyPath: "measure.max_runs_per_arm",
       message: `(${c3.measure.max_runs_per_arm}) is below measure.runs_per_arm (${c3.measure.runs_per_arm})`
+    }
+  ];
+}
+function screenBounds(c3) {
+  if (c3.search.screen_max_rounds >= c3.search.screen_rounds) return [];
+  return [
+    {
+      keyPath: "search.screen_max_rounds",
+      message: `(${c3.search.screen_max_rounds}) is below search.screen_rounds (${c3.search.screen_rounds}): raise it, or set both to the same number for a screen of one session`
     }
   ];
 }
@@ -45125,8 +45135,15 @@ var hillclimb_schema_default = {
           type: "integer",
           minimum: 1,
           maximum: 20,
-          default: 1,
-          description: "Paired rounds of champion and candidate in each candidate's screening session. Screening rounds rank and filter; they are never the winner's evidence. 1 (the default) gave the most true gain per accelerator-hour in npm run bench:search (docs/search.md)."
+          default: 3,
+          description: "Paired rounds of the first screening session, and of every later session of the race. Screening rounds rank and filter; they are never the winner's evidence. 3: the fewest that give every candidate an interval with one degree of freedom to spare (2 rounds give one, and the race's t quantile at 1 degree of freedom is over 100 at its per-look confidence), so the first look can already drop a clear regression or separate a clear winner; fewer rounds drop nothing (docs/search.md)."
+        },
+        screen_max_rounds: {
+          type: "integer",
+          minimum: 1,
+          maximum: 50,
+          default: 6,
+          description: "The screen's round budget: while its leader is not separated from another candidate by a paired interval, the champion and the candidates still in the race get another session of screen_rounds rounds, until they have been timed this many (then the leader is chosen on its estimate). Shared screens only (search.shared_screen); a session per candidate keeps screen_rounds. 6 (two sessions at the default screen_rounds): the second look's t quantile (5 degrees of freedom) lets a clear leader separate, and the race also stops at a look where no candidate's estimate reaches the bar; 9 cost more and gained less in npm run bench:search, which also shows that at its prior the race ranks better on a busy machine but gains less per accelerator-hour than a single 1-round session (docs/search.md). Set it to screen_rounds for one session and no race. At least screen_rounds."
         },
         shared_screen: {
           type: "boolean",
@@ -45137,7 +45154,7 @@ var hillclimb_schema_default = {
           type: "number",
           exclusiveMinimum: -1,
           exclusiveMaximum: 1,
-          description: "A candidate survives the screen when the median of its per-round improvement ratios is at least 1 + screen_bar (0.02 = +2%). Absent: measure.practical_delta."
+          description: "A candidate survives the screen when the geometric mean of its per-round improvement ratios is at least 1 + screen_bar (0.02 = +2%) once the race has ended, and the race drops it early when its paired interval against the champion lies wholly below 1 + screen_bar. Absent: measure.practical_delta."
         },
         slot_directives: {
           type: "array",
@@ -71465,28 +71482,51 @@ function searchSection(evidence) {
   const rows = search.candidates.map((row) => candidateCells(row, evidence));
   const k = search.candidates.length;
   const heading = `#### Search: ${plural(k, "candidate")}, ${measuredInFull(search)}`;
-  const rule = `Every candidate that passed its gates was screened against the champion (${plural(search.screenRounds, "paired round")}); only the best one at or above ${formatRatio(search.threshold)} was measured in full, on fresh rounds (the next best too when one ended invalid, no-op or error before the comparison's first look, having said nothing about its effect). The verdict and every number of the full comparison come from those rounds alone: the best of several noisy screens overstates its own effect, so a screening round is never evidence.`;
+  const race = search.race;
+  const screened = race ? `screened against the champion in sessions of ${plural(search.screenRounds, "paired round")}, raced up to ${plural(race.maxRounds, "round")}: after each session a candidate was dropped when its interval against the champion lay wholly below ${formatRatio(search.threshold)}, or the leader's interval over it lay wholly above 1 (${confidenceText(race.confidence)} per look); the rest got another session` : `screened against the champion (${plural(search.screenRounds, "paired round")})`;
+  const rule = `Every candidate that passed its gates was ${screened}; only the best one at or above ${formatRatio(search.threshold)} was measured in full, on fresh rounds (the next best too when one ended invalid, no-op or error before the comparison's first look, having said nothing about its effect). The verdict and every number of the full comparison come from those rounds alone: the best of several noisy screens overstates its own effect, so a screening round is never evidence.`;
+  const outcome = raceOutcome(search);
   return [
     heading,
     rule,
-    table(["candidate", "change", "reached", "screen", "verdict", "why"], rows, [
+    ...outcome ? [outcome] : [],
+    table(["candidate", "change", "reached", "screen [interval]", "rounds", "verdict", "why"], rows, [
       "left",
       "left",
       "left",
+      "right",
       "right"
     ])
   ].join("\n\n");
 }
+function raceOutcome(search) {
+  const race = search.race;
+  const picked = search.candidates.find((c3) => c3.slot === (search.measured?.[0] ?? search.winner));
+  if (!race || !picked || picked.estimate === null) return void 0;
+  if (race.ending === "alone") return `One candidate was screened: the race had no one to separate it from.`;
+  if (race.ending === "below-bar") {
+    return `No candidate's estimate reached ${formatRatio(search.threshold)} at a look of the race (${plural(picked.rounds ?? 0, "round")}): more rounds would not have made a winner likely.`;
+  }
+  if (race.ending === "separated") {
+    return `The race separated candidate ${picked.slot} from every other candidate: each was dropped by an interval.`;
+  }
+  const runnerUp = search.candidates.filter((c3) => c3 !== picked && c3.estimate !== null && c3.rounds === picked.rounds).sort((x, y) => y.estimate - x.estimate)[0];
+  const behind = runnerUp ? `, not separated from candidate ${runnerUp.slot} (${formatRatio(runnerUp.estimate)})` : "";
+  return `Candidate ${picked.slot} was chosen on its estimate at the round budget (${plural(race.maxRounds, "round")})${behind}: the screen could not tell them apart, and the full comparison decides.`;
+}
+var confidenceText = (c3) => `${(c3 * 100).toFixed(2).replace(/\.?0+$/, "")}%`;
 function candidateCells(row, evidence) {
   const self2 = row.slot === evidence.slot?.index;
   const verdict = self2 ? evidence.verdict ?? row.verdict : row.verdict;
   const reason = self2 ? evidence.verdictReasons[0] ?? row.reason : row.reason;
   const name = self2 ? `**${row.slot}** (this)` : String(row.slot);
+  const screen2 = row.estimate === null ? "\u2014" : row.interval ? formatRatioWithCi(row.estimate, row.interval) : formatRatio(row.estimate);
   return [
     name,
     row.subject === null ? "\u2014" : cell(row.subject),
     STAGE_LABELS[row.stage] ?? row.stage,
-    row.estimate === null ? "\u2014" : formatRatio(row.estimate),
+    screen2,
+    row.rounds === void 0 ? "\u2014" : String(row.rounds),
     verdict ?? (row.stage === "measure" ? "being measured" : "\u2014"),
     cell(reason)
   ];
@@ -72009,15 +72049,15 @@ function harnessLines(evidence, evidencePath) {
   if (search) {
     add(
       "Search",
-      search.winner === null ? `${plural(search.candidates.length, "candidate")}; none survived its gates and the screen` : `${plural(search.candidates.length, "candidate")}; ${measuredInFull(search)}, on fresh rounds`
+      search.winner === null ? `${plural(search.candidates.length, "candidate")}; none survived its gates and the screen` : `${plural(search.candidates.length, "candidate")}; ${measuredInFull(search)}, on fresh rounds` + (raceOutcome(search) ? `. ${raceOutcome(search)}` : "")
     );
   }
   const screen2 = evidence.screen;
   if (screen2) {
-    const estimate = screen2.estimate === null ? "no usable estimate" : formatRatio(screen2.estimate);
+    const estimate = screen2.estimate === null ? "no usable estimate" : screen2.interval ? formatRatioWithCi(screen2.estimate, screen2.interval) : formatRatio(screen2.estimate);
     const bar = search ? ` (bar ${formatRatio(search.threshold)})` : "";
     const self2 = evidence.slot?.index;
-    const outcome = search?.role === "winner" ? (search.measured?.length ?? 1) > 1 ? "the best left; measured in full" : "the best; measured in full" : self2 !== void 0 && search?.measured?.includes(self2) ? `measured in full, then candidate ${search.winner}` : !screen2.survived ? "below the bar: dropped" : search?.winner != null ? `behind candidate ${search.winner}` : "not measured in full";
+    const outcome = search?.role === "winner" ? (search.measured?.length ?? 1) > 1 ? "the best left; measured in full" : "the best; measured in full" : self2 !== void 0 && search?.measured?.includes(self2) ? `measured in full, then candidate ${search.winner}` : screen2.droppedBy?.kind === "below-bar" ? "interval wholly below the bar: dropped" : screen2.droppedBy?.kind === "behind" ? `separated behind candidate ${screen2.droppedBy.leader}: dropped` : !screen2.survived ? "below the bar: dropped" : search?.winner != null ? `behind candidate ${search.winner}` : "not measured in full";
     add(
       "Screen",
       `${plural(screen2.rounds, "paired round")} against the champion: ${estimate}${bar}; ${outcome}`

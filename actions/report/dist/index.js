@@ -44762,6 +44762,7 @@ function crossFieldProblems(config) {
     ...loopTargetExists(config),
     ...backendSections(config),
     ...measureBounds(config),
+    ...screenBounds(config),
     ...commandPlaceholders(config),
     ...agentSection(config),
     ...forgeAndStoreSections(config),
@@ -44809,6 +44810,15 @@ function measureBounds(c3) {
     {
       keyPath: "measure.max_runs_per_arm",
       message: `(${c3.measure.max_runs_per_arm}) is below measure.runs_per_arm (${c3.measure.runs_per_arm})`
+    }
+  ];
+}
+function screenBounds(c3) {
+  if (c3.search.screen_max_rounds >= c3.search.screen_rounds) return [];
+  return [
+    {
+      keyPath: "search.screen_max_rounds",
+      message: `(${c3.search.screen_max_rounds}) is below search.screen_rounds (${c3.search.screen_rounds}): raise it, or set both to the same number for a screen of one session`
     }
   ];
 }
@@ -45117,8 +45127,15 @@ var hillclimb_schema_default = {
           type: "integer",
           minimum: 1,
           maximum: 20,
-          default: 1,
-          description: "Paired rounds of champion and candidate in each candidate's screening session. Screening rounds rank and filter; they are never the winner's evidence. 1 (the default) gave the most true gain per accelerator-hour in npm run bench:search (docs/search.md)."
+          default: 3,
+          description: "Paired rounds of the first screening session, and of every later session of the race. Screening rounds rank and filter; they are never the winner's evidence. 3: the fewest that give every candidate an interval with one degree of freedom to spare (2 rounds give one, and the race's t quantile at 1 degree of freedom is over 100 at its per-look confidence), so the first look can already drop a clear regression or separate a clear winner; fewer rounds drop nothing (docs/search.md)."
+        },
+        screen_max_rounds: {
+          type: "integer",
+          minimum: 1,
+          maximum: 50,
+          default: 6,
+          description: "The screen's round budget: while its leader is not separated from another candidate by a paired interval, the champion and the candidates still in the race get another session of screen_rounds rounds, until they have been timed this many (then the leader is chosen on its estimate). Shared screens only (search.shared_screen); a session per candidate keeps screen_rounds. 6 (two sessions at the default screen_rounds): the second look's t quantile (5 degrees of freedom) lets a clear leader separate, and the race also stops at a look where no candidate's estimate reaches the bar; 9 cost more and gained less in npm run bench:search, which also shows that at its prior the race ranks better on a busy machine but gains less per accelerator-hour than a single 1-round session (docs/search.md). Set it to screen_rounds for one session and no race. At least screen_rounds."
         },
         shared_screen: {
           type: "boolean",
@@ -45129,7 +45146,7 @@ var hillclimb_schema_default = {
           type: "number",
           exclusiveMinimum: -1,
           exclusiveMaximum: 1,
-          description: "A candidate survives the screen when the median of its per-round improvement ratios is at least 1 + screen_bar (0.02 = +2%). Absent: measure.practical_delta."
+          description: "A candidate survives the screen when the geometric mean of its per-round improvement ratios is at least 1 + screen_bar (0.02 = +2%) once the race has ended, and the race drops it early when its paired interval against the champion lies wholly below 1 + screen_bar. Absent: measure.practical_delta."
         },
         slot_directives: {
           type: "array",
@@ -71463,28 +71480,51 @@ function searchSection(evidence) {
   const rows = search.candidates.map((row) => candidateCells(row, evidence));
   const k = search.candidates.length;
   const heading = `#### Search: ${plural(k, "candidate")}, ${measuredInFull(search)}`;
-  const rule = `Every candidate that passed its gates was screened against the champion (${plural(search.screenRounds, "paired round")}); only the best one at or above ${formatRatio(search.threshold)} was measured in full, on fresh rounds (the next best too when one ended invalid, no-op or error before the comparison's first look, having said nothing about its effect). The verdict and every number of the full comparison come from those rounds alone: the best of several noisy screens overstates its own effect, so a screening round is never evidence.`;
+  const race = search.race;
+  const screened = race ? `screened against the champion in sessions of ${plural(search.screenRounds, "paired round")}, raced up to ${plural(race.maxRounds, "round")}: after each session a candidate was dropped when its interval against the champion lay wholly below ${formatRatio(search.threshold)}, or the leader's interval over it lay wholly above 1 (${confidenceText(race.confidence)} per look); the rest got another session` : `screened against the champion (${plural(search.screenRounds, "paired round")})`;
+  const rule = `Every candidate that passed its gates was ${screened}; only the best one at or above ${formatRatio(search.threshold)} was measured in full, on fresh rounds (the next best too when one ended invalid, no-op or error before the comparison's first look, having said nothing about its effect). The verdict and every number of the full comparison come from those rounds alone: the best of several noisy screens overstates its own effect, so a screening round is never evidence.`;
+  const outcome = raceOutcome(search);
   return [
     heading,
     rule,
-    table(["candidate", "change", "reached", "screen", "verdict", "why"], rows, [
+    ...outcome ? [outcome] : [],
+    table(["candidate", "change", "reached", "screen [interval]", "rounds", "verdict", "why"], rows, [
       "left",
       "left",
       "left",
+      "right",
       "right"
     ])
   ].join("\n\n");
 }
+function raceOutcome(search) {
+  const race = search.race;
+  const picked = search.candidates.find((c3) => c3.slot === (search.measured?.[0] ?? search.winner));
+  if (!race || !picked || picked.estimate === null) return void 0;
+  if (race.ending === "alone") return `One candidate was screened: the race had no one to separate it from.`;
+  if (race.ending === "below-bar") {
+    return `No candidate's estimate reached ${formatRatio(search.threshold)} at a look of the race (${plural(picked.rounds ?? 0, "round")}): more rounds would not have made a winner likely.`;
+  }
+  if (race.ending === "separated") {
+    return `The race separated candidate ${picked.slot} from every other candidate: each was dropped by an interval.`;
+  }
+  const runnerUp = search.candidates.filter((c3) => c3 !== picked && c3.estimate !== null && c3.rounds === picked.rounds).sort((x, y) => y.estimate - x.estimate)[0];
+  const behind = runnerUp ? `, not separated from candidate ${runnerUp.slot} (${formatRatio(runnerUp.estimate)})` : "";
+  return `Candidate ${picked.slot} was chosen on its estimate at the round budget (${plural(race.maxRounds, "round")})${behind}: the screen could not tell them apart, and the full comparison decides.`;
+}
+var confidenceText = (c3) => `${(c3 * 100).toFixed(2).replace(/\.?0+$/, "")}%`;
 function candidateCells(row, evidence) {
   const self2 = row.slot === evidence.slot?.index;
   const verdict = self2 ? evidence.verdict ?? row.verdict : row.verdict;
   const reason = self2 ? evidence.verdictReasons[0] ?? row.reason : row.reason;
   const name = self2 ? `**${row.slot}** (this)` : String(row.slot);
+  const screen2 = row.estimate === null ? "\u2014" : row.interval ? formatRatioWithCi(row.estimate, row.interval) : formatRatio(row.estimate);
   return [
     name,
     row.subject === null ? "\u2014" : cell(row.subject),
     STAGE_LABELS[row.stage] ?? row.stage,
-    row.estimate === null ? "\u2014" : formatRatio(row.estimate),
+    screen2,
+    row.rounds === void 0 ? "\u2014" : String(row.rounds),
     verdict ?? (row.stage === "measure" ? "being measured" : "\u2014"),
     cell(reason)
   ];
@@ -72074,15 +72114,15 @@ function harnessLines(evidence, evidencePath) {
   if (search) {
     add(
       "Search",
-      search.winner === null ? `${plural(search.candidates.length, "candidate")}; none survived its gates and the screen` : `${plural(search.candidates.length, "candidate")}; ${measuredInFull(search)}, on fresh rounds`
+      search.winner === null ? `${plural(search.candidates.length, "candidate")}; none survived its gates and the screen` : `${plural(search.candidates.length, "candidate")}; ${measuredInFull(search)}, on fresh rounds` + (raceOutcome(search) ? `. ${raceOutcome(search)}` : "")
     );
   }
   const screen2 = evidence.screen;
   if (screen2) {
-    const estimate = screen2.estimate === null ? "no usable estimate" : formatRatio(screen2.estimate);
+    const estimate = screen2.estimate === null ? "no usable estimate" : screen2.interval ? formatRatioWithCi(screen2.estimate, screen2.interval) : formatRatio(screen2.estimate);
     const bar = search ? ` (bar ${formatRatio(search.threshold)})` : "";
     const self2 = evidence.slot?.index;
-    const outcome = search?.role === "winner" ? (search.measured?.length ?? 1) > 1 ? "the best left; measured in full" : "the best; measured in full" : self2 !== void 0 && search?.measured?.includes(self2) ? `measured in full, then candidate ${search.winner}` : !screen2.survived ? "below the bar: dropped" : search?.winner != null ? `behind candidate ${search.winner}` : "not measured in full";
+    const outcome = search?.role === "winner" ? (search.measured?.length ?? 1) > 1 ? "the best left; measured in full" : "the best; measured in full" : self2 !== void 0 && search?.measured?.includes(self2) ? `measured in full, then candidate ${search.winner}` : screen2.droppedBy?.kind === "below-bar" ? "interval wholly below the bar: dropped" : screen2.droppedBy?.kind === "behind" ? `separated behind candidate ${screen2.droppedBy.leader}: dropped` : !screen2.survived ? "below the bar: dropped" : search?.winner != null ? `behind candidate ${search.winner}` : "not measured in full";
     add(
       "Screen",
       `${plural(screen2.rounds, "paired round")} against the champion: ${estimate}${bar}; ${outcome}`
@@ -87808,10 +87848,114 @@ async function recordBaseline(opts) {
 // src/loop/drivers/search.ts
 import { join as join48 } from "node:path";
 
+// src/search/race.ts
+var RACE_FALSE_DROP_RATE = 0.05;
+function lookSchedule(schedule) {
+  const looks = [];
+  for (let n2 = schedule.rounds; ; n2 = Math.min(n2 + schedule.rounds, schedule.maxRounds)) {
+    looks.push(n2);
+    if (n2 >= schedule.maxRounds) return looks;
+  }
+}
+function perLookConfidence(looks, candidates, falseDropRate = RACE_FALSE_DROP_RATE) {
+  return 1 - falseDropRate / (looks * Math.max(1, candidates));
+}
+var logMean = (ratios) => Math.exp(ratios.reduce((s, r) => s + Math.log(r), 0) / ratios.length);
+var ones = (n2) => Array.from({ length: n2 }, () => 1);
+function replayRace(arms, schedule) {
+  if (!(Number.isInteger(schedule.rounds) && schedule.rounds >= 1))
+    throw new RangeError(`race rounds must be an integer \u2265 1, got ${schedule.rounds}`);
+  if (!(Number.isInteger(schedule.maxRounds) && schedule.maxRounds >= schedule.rounds))
+    throw new RangeError(
+      `the race's round budget must be an integer \u2265 its first session's ${schedule.rounds} rounds, got ${schedule.maxRounds}`
+    );
+  const looks = lookSchedule(schedule);
+  const confidence = perLookConfidence(looks.length, arms.length, schedule.falseDropRate);
+  const standings = new Map(
+    arms.map((arm) => [
+      arm.id,
+      {
+        id: arm.id,
+        vsChampion: null,
+        estimate: logMean(arm.ratios),
+        rounds: arm.ratios.length,
+        dropped: null
+      }
+    ])
+  );
+  const alive = () => arms.filter((a2) => standings.get(a2.id).dropped === null);
+  const ratiosOf = new Map(arms.map((a2) => [a2.id, a2.ratios]));
+  let lastLook = 0;
+  let futile = false;
+  for (const [j, n2] of looks.entries()) {
+    const timed = alive().filter((a2) => a2.ratios.length >= n2);
+    if (timed.length === 0 || timed.length < alive().length) break;
+    lastLook = n2;
+    if (n2 < 2) continue;
+    const look = j + 1;
+    for (const arm of timed) {
+      const vs = pairedLogRatio(arm.ratios.slice(0, n2), ones(n2), confidence);
+      const standing = standings.get(arm.id);
+      standing.vsChampion = vs;
+      if (vs.ci.hi < schedule.threshold) standing.dropped = { kind: "below-bar", look, vsChampion: vs };
+    }
+    const rest2 = timed.filter((a2) => standings.get(a2.id).dropped === null);
+    const leader = bestOf(rest2, (a2) => logMean(a2.ratios.slice(0, n2)));
+    if (!leader) break;
+    for (const arm of rest2) {
+      if (arm === leader) continue;
+      const vs = pairedLogRatio(leader.ratios.slice(0, n2), arm.ratios.slice(0, n2), confidence);
+      if (vs.ci.lo > 1)
+        standings.get(arm.id).dropped = { kind: "behind", look, leader: leader.id, vsLeader: vs };
+    }
+    if (alive().length <= 1) break;
+    if (!alive().some((a2) => logMean(a2.ratios.slice(0, n2)) >= schedule.threshold)) {
+      futile = true;
+      break;
+    }
+  }
+  const contenders = alive().map((a2) => a2.id).sort((x, y) => standings.get(y).estimate - standings.get(x).estimate);
+  const budgetLeft = schedule.maxRounds - lastLook;
+  const racing = contenders.length >= 2 && budgetLeft > 0 && !futile;
+  return {
+    standings: arms.map((a2) => {
+      const s = standings.get(a2.id);
+      const r = ratiosOf.get(a2.id);
+      return {
+        ...s,
+        vsChampion: s.dropped === null && r.length >= 2 ? pairedLogRatio(r, ones(r.length), confidence) : s.vsChampion
+      };
+    }),
+    contenders,
+    next: racing ? { rounds: Math.min(schedule.rounds, budgetLeft) } : null,
+    ending: racing ? null : arms.length <= 1 ? "alone" : contenders.length <= 1 ? "separated" : futile ? "below-bar" : "budget",
+    confidence,
+    looks: looks.length
+  };
+}
+function bestOf(items, score) {
+  let best;
+  let bestScore = Number.NEGATIVE_INFINITY;
+  for (const item of items) {
+    const s = score(item);
+    if (s > bestScore) {
+      best = item;
+      bestScore = s;
+    }
+  }
+  return best;
+}
+
 // src/search/selection.ts
 function checkScreenPolicy(policy) {
   if (!(Number.isInteger(policy.rounds) && policy.rounds >= 1)) {
     throw new RangeError(`screen.rounds must be an integer \u2265 1, got ${policy.rounds}`);
+  }
+  const max = policy.maxRounds ?? policy.rounds;
+  if (!(Number.isInteger(max) && max >= policy.rounds)) {
+    throw new RangeError(
+      `screen.maxRounds must be an integer \u2265 screen.rounds (${policy.rounds}), got ${max}`
+    );
   }
   if (!(Number.isFinite(policy.bar) && policy.bar > -1)) {
     throw new RangeError(`screen.bar must be a finite fraction > \u22121, got ${policy.bar}`);
@@ -87821,38 +87965,35 @@ var usable2 = (v) => Number.isFinite(v) && v > 0;
 function roundRatios(rounds, direction) {
   return rounds.a.map((a2, i2) => direction === "lower" ? a2 / rounds.b[i2] : rounds.b[i2] / a2);
 }
-function screenEstimate(rounds, direction) {
-  return median(roundRatios(rounds, direction));
-}
-function screenOne(champion, arm, direction, policy) {
-  const drop = (reason) => ({
-    id: arm.id,
-    estimate: null,
-    survived: false,
-    reason
-  });
+function unusable(champion, arm, policy) {
   if (arm.values.length !== champion.length) {
-    return drop(`${arm.values.length} screening values for ${champion.length} rounds`);
+    return `${arm.values.length} screening values for ${champion.length} rounds`;
   }
   if (champion.length < policy.rounds) {
-    return drop(`${champion.length} screening rounds; the screen needs ${policy.rounds}`);
+    return `${champion.length} screening rounds; the screen needs ${policy.rounds}`;
   }
   if (!arm.values.every(usable2) || !champion.every(usable2)) {
-    return drop("a screening value is not a finite positive number");
+    return "a screening value is not a finite positive number";
   }
-  const estimate = screenEstimate({ a: champion, b: arm.values }, direction);
-  const threshold = 1 + policy.bar;
-  const survived = estimate >= threshold;
-  const shown = `screen ${estimate.toFixed(4)} over ${champion.length} round${champion.length === 1 ? "" : "s"}`;
-  return {
-    id: arm.id,
-    estimate,
-    survived,
-    reason: survived ? `${shown} \u2265 ${threshold.toFixed(4)}` : `${shown} < ${threshold.toFixed(4)}: dropped`
-  };
+  return null;
+}
+var roundsText = (n2) => `${n2} round${n2 === 1 ? "" : "s"}`;
+function screenText(standing) {
+  const ci = standing.vsChampion?.ci;
+  const interval = ci ? ` [${ci.lo.toFixed(4)}, ${ci.hi.toFixed(4)}]` : "";
+  return `screen ${standing.estimate.toFixed(4)}${interval} over ${roundsText(standing.rounds)}`;
+}
+function dropText(drop, threshold) {
+  if (drop.kind === "below-bar") {
+    return `interval wholly below ${threshold.toFixed(4)} at look ${drop.look}: dropped`;
+  }
+  const ci = drop.vsLeader.ci;
+  return `candidate ${drop.leader} ahead by ${drop.vsLeader.estimate.toFixed(4)} [${ci.lo.toFixed(4)}, ${ci.hi.toFixed(4)}] over the same ${roundsText(drop.vsLeader.rounds)}, wholly above 1, at look ${drop.look}: dropped`;
 }
 function byRank(x, y) {
   if (x.survived !== y.survived) return x.survived ? -1 : 1;
+  const behind = (c3) => Number(c3.droppedBy?.kind === "behind");
+  if (x.survived && behind(x) !== behind(y)) return behind(x) - behind(y);
   return (y.estimate ?? Number.NEGATIVE_INFINITY) - (x.estimate ?? Number.NEGATIVE_INFINITY);
 }
 function screenCandidates(measurement, direction, policy) {
@@ -87860,9 +88001,58 @@ function screenCandidates(measurement, direction, policy) {
   const ids = new Set(measurement.candidates.map((c3) => c3.id));
   if (ids.size !== measurement.candidates.length)
     throw new RangeError("screen: candidate ids must be unique");
-  const ranked = measurement.candidates.map((arm) => screenOne(arm.champion ?? measurement.champion, arm, direction, policy)).sort(byRank);
+  const threshold = 1 + policy.bar;
+  const refused = [];
+  const racing = [];
+  for (const arm of measurement.candidates) {
+    const champion = arm.champion ?? measurement.champion;
+    const why = unusable(champion, arm, policy);
+    if (why === null)
+      racing.push({ id: arm.id, ratios: roundRatios({ a: champion, b: arm.values }, direction) });
+    else
+      refused.push({
+        id: arm.id,
+        estimate: null,
+        interval: null,
+        rounds: champion.length,
+        droppedBy: null,
+        survived: false,
+        reason: why
+      });
+  }
+  const race = replayRace(racing, {
+    rounds: policy.rounds,
+    maxRounds: policy.maxRounds ?? policy.rounds,
+    threshold,
+    ...policy.falseDropRate === void 0 ? {} : { falseDropRate: policy.falseDropRate }
+  });
+  const final = race.next === null;
+  const ranked = race.standings.map((standing) => {
+    const shown = screenText(standing);
+    const kept = standing.dropped === null;
+    const survived = final && standing.dropped?.kind !== "below-bar" && standing.estimate >= threshold;
+    const reason = !kept ? `${shown}: ${dropText(standing.dropped, threshold)}` : !final ? `${shown}: still racing` : survived ? `${shown} \u2265 ${threshold.toFixed(4)}` : `${shown} < ${threshold.toFixed(4)}: dropped`;
+    return {
+      id: standing.id,
+      estimate: standing.estimate,
+      interval: standing.vsChampion?.ci ?? null,
+      rounds: standing.rounds,
+      droppedBy: standing.dropped === null ? null : standing.dropped.kind === "below-bar" ? { kind: "below-bar" } : { kind: "behind", leader: standing.dropped.leader },
+      survived,
+      reason
+    };
+  });
+  ranked.push(...refused);
+  ranked.sort(byRank);
   const best = ranked[0];
-  return { ranked, winner: best?.survived ? best.id : null, threshold: 1 + policy.bar };
+  return {
+    ranked,
+    winner: final && best?.survived ? best.id : null,
+    threshold,
+    next: race.next && { rounds: race.next.rounds, ids: race.contenders },
+    ending: race.ending,
+    confidence: race.confidence
+  };
 }
 
 // src/loop/steps/screen.ts
@@ -87888,22 +88078,51 @@ async function screenCandidate(env, platform3) {
       return Number.NaN;
     }
   });
-  ev.screen = {
-    rounds,
-    a: values("A"),
-    b: values("B"),
-    estimate: null,
-    survived: false,
-    reason: "not ranked yet",
+  const session2 = {
     sessionFile: ProgramFiles.session(name),
     logFile: ProgramFiles.verifyLog(name),
+    rounds,
     startedAt,
     durationMs: run2.durationMs
   };
+  ev.screen = firstScreen(session2, values("A"), values("B"));
   env.save();
   return void 0;
 }
-async function screenTogether(envs, platform3) {
+function firstScreen(session2, a2, b) {
+  const { sessionFile, logFile, startedAt, durationMs } = session2;
+  return {
+    rounds: a2.length,
+    a: a2,
+    b,
+    estimate: null,
+    survived: false,
+    reason: "not ranked yet",
+    sessionFile,
+    logFile,
+    startedAt,
+    durationMs,
+    sessions: [session2]
+  };
+}
+function appendScreen(screen2, session2, a2, b) {
+  const first = {
+    sessionFile: screen2.sessionFile,
+    logFile: screen2.logFile,
+    rounds: screen2.rounds,
+    startedAt: screen2.startedAt,
+    durationMs: screen2.durationMs
+  };
+  return {
+    ...screen2,
+    rounds: screen2.rounds + a2.length,
+    a: [...screen2.a, ...a2],
+    b: [...screen2.b, ...b],
+    durationMs: screen2.durationMs + session2.durationMs,
+    sessions: [...screen2.sessions ?? [first], session2]
+  };
+}
+async function screenTogether(envs, platform3, session2 = {}) {
   const out = /* @__PURE__ */ new Map();
   const live = [];
   for (const env of envs) {
@@ -87922,12 +88141,13 @@ async function screenTogether(envs, platform3) {
   }
   const lead = live[0].env;
   const { ctx } = lead;
-  const rounds = ctx.config.search.screen_rounds;
-  const name = `screen-${iterationDirName(lead.ev)}-shared`;
+  const rounds = session2.rounds ?? ctx.config.search.screen_rounds;
+  const n2 = session2.number ?? 1;
+  const name = `screen-${iterationDirName(lead.ev)}-shared${n2 === 1 ? "" : `-${n2}`}`;
   const sessionFile = ProgramFiles.session(name);
   const logFile = ProgramFiles.verifyLog(name);
   ctx.progress(
-    `screen: ${rounds} round${rounds === 1 ? "" : "s"} of the champion and ${live.length} candidates in one verifier session`
+    `screen: ${rounds} round${rounds === 1 ? "" : "s"} of the champion and ${live.length} candidates in one verifier session` + (n2 === 1 ? "" : ` (session ${n2} of the race)`)
   );
   const startedAt = (/* @__PURE__ */ new Date()).toISOString();
   let run2;
@@ -87994,21 +88214,14 @@ async function screenTogether(envs, platform3) {
       out.set(env, { alone: `the shared session timed ${s.rounds.length} of ${rounds} rounds` });
       continue;
     }
-    env.ev.screen = {
-      rounds,
-      a: values("A"),
-      b: values(arm),
-      estimate: null,
-      survived: false,
-      reason: "not ranked yet",
-      sessionFile,
-      logFile,
-      startedAt,
-      durationMs: run2.durationMs,
-      sharedWith
-    };
-    env.save();
-    out.set(env, { screened: true });
+    out.set(env, {
+      screened: {
+        session: { sessionFile, logFile, rounds, startedAt, durationMs: run2.durationMs },
+        a: values("A"),
+        b: values(arm),
+        sharedWith
+      }
+    });
   }
   return out;
 }
@@ -88061,7 +88274,7 @@ async function screenAndSelect(ctx, bundles, journal, say) {
     return;
   }
   const todo = survivors.filter((b) => !b.load().screen);
-  const screenOne2 = async (b) => {
+  const screenOne = async (b) => {
     const ev = b.load();
     const line = say(b);
     const env = { ctx: { ...ctx, progress: line }, bundle: b, ev, save: () => b.save(ev) };
@@ -88077,28 +88290,40 @@ async function screenAndSelect(ctx, bundles, journal, say) {
   const parallel = Math.max(1, info.parallelJobs ?? 1);
   const alone = parallel === 1 && ctx.config.search.shared_screen && todo.length >= 2 ? await screenShared(ctx, todo, info.platform, say) : todo;
   for (let i2 = 0; i2 < alone.length; i2 += parallel) {
-    await Promise.all(alone.slice(i2, i2 + parallel).map(screenOne2));
+    await Promise.all(alone.slice(i2, i2 + parallel).map(screenOne));
   }
-  const screened = survivors.map((b) => ({ b, ev: b.load() })).filter(({ ev }) => ev.screen);
-  const result = screenCandidates(
-    {
-      champion: [],
-      candidates: screened.map(({ ev }) => ({
-        id: String(ev.slot.index),
-        values: ev.screen.b.map(numberOrNaN),
-        champion: ev.screen.a.map(numberOrNaN)
-      }))
-    },
-    ctx.target.bench.metric.direction,
-    { rounds: ctx.config.search.screen_rounds, bar: threshold - 1 }
-  );
+  const races = parallel === 1 && ctx.config.search.shared_screen;
+  const policy = {
+    rounds: ctx.config.search.screen_rounds,
+    maxRounds: races ? ctx.config.search.screen_max_rounds : ctx.config.search.screen_rounds,
+    bar: threshold - 1
+  };
+  let screened;
+  let result;
+  for (; ; ) {
+    screened = survivors.map((b) => ({ b, ev: b.load() })).filter(({ ev }) => ev.screen);
+    result = rankScreens(screened, ctx.target.bench.metric.direction, policy);
+    if (!result.next) break;
+    const contenders = screened.filter(({ ev }) => result.next.ids.includes(String(ev.slot.index)));
+    const number = 1 + Math.max(...contenders.map(({ ev }) => ev.screen.sessions?.length ?? 1));
+    const stopped = await raceSession(ctx, contenders, result.next.rounds, info.platform, say, number);
+    if (stopped !== null) {
+      const have = Math.min(...contenders.map(({ ev }) => ev.screen.rounds));
+      ctx.progress(`screen: the race ends after ${have} rounds: ${stopped}`);
+      policy.maxRounds = have;
+    }
+  }
   const winner = result.winner === null ? null : Number(result.winner);
   const winnerEstimate = result.ranked[0]?.estimate ?? null;
   for (const { b, ev } of screened) {
     const ranked = result.ranked.find((r) => r.id === String(ev.slot.index));
+    const { droppedBy: _was, ...screen2 } = ev.screen;
+    const by = ranked.droppedBy;
     ev.screen = {
-      ...ev.screen,
+      ...screen2,
       estimate: ranked.estimate,
+      interval: ranked.interval,
+      ...by ? { droppedBy: by.kind === "behind" ? { kind: by.kind, leader: Number(by.leader) } : by } : {},
       survived: ranked.survived,
       reason: ranked.reason
     };
@@ -88111,7 +88336,12 @@ async function screenAndSelect(ctx, bundles, journal, say) {
     }
     b.save(ev);
   }
-  recordSearch(ctx, bundles, winner, threshold);
+  const race = result.ending === null ? void 0 : {
+    ending: result.ending,
+    confidence: result.confidence,
+    maxRounds: policy.maxRounds ?? policy.rounds
+  };
+  recordSearch(ctx, bundles, winner, threshold, void 0, race);
   ctx.progress(
     winner === null ? `search: no candidate of ${bundles.length} survived its gates and the screen` : `search: candidate ${winner} of ${bundles.length} goes on to the full comparison (fresh rounds)`
   );
@@ -88147,14 +88377,17 @@ async function measureInFull(ctx, bundles, journal, say) {
 function nextSurvivor(bundles, measured2) {
   return bundles.map((b) => ({ b, ev: b.load() })).filter(
     ({ ev }) => ev.verdict === "screened-out" && ev.screen?.survived === true && !measured2.includes(ev.slot.index)
-  ).sort((x, y) => (y.ev.screen.estimate ?? 0) - (x.ev.screen.estimate ?? 0))[0]?.b;
+  ).sort(
+    (x, y) => behindLeader(x.ev) - behindLeader(y.ev) || (y.ev.screen.estimate ?? 0) - (x.ev.screen.estimate ?? 0)
+  )[0]?.b;
 }
+var behindLeader = (ev) => Number(ev.screen?.droppedBy?.kind === "behind");
 function clearVerdict(ev) {
   delete ev.verdict;
   ev.verdictReasons = [];
   delete ev.stoppedAt;
 }
-function recordSearch(ctx, bundles, winner, threshold, measured2 = winner === null ? [] : [winner]) {
+function recordSearch(ctx, bundles, winner, threshold, measured2 = winner === null ? [] : [winner], race = bundles.map((b) => b.load().search?.race).find((r) => r !== void 0)) {
   const records = bundles.map((b) => ({ b, ev: b.load() }));
   const rows = records.map(({ ev }) => searchRow(ev, measured2));
   const isWinner = (ev) => ev.slot.index === winner;
@@ -88166,6 +88399,7 @@ function recordSearch(ctx, bundles, winner, threshold, measured2 = winner === nu
       measured: [...measured2],
       threshold,
       screenRounds: ctx.config.search.screen_rounds,
+      ...race ? { race } : {},
       candidates: rows
     };
     b.save(ev);
@@ -88195,13 +88429,17 @@ async function screenShared(ctx, todo, platform3, say) {
       alone.push(b);
       continue;
     }
-    if ("ended" in outcome && outcome.ended.status === "verdict") {
+    if ("screened" in outcome) {
+      const { session: session2, a: a2, b: values, sharedWith } = outcome.screened;
+      env.ev.screen = { ...firstScreen(session2, a2, values), sharedWith };
+      b.save(env.ev);
+    } else if (outcome.ended.status === "verdict") {
       env.ev.verdict = outcome.ended.verdict;
       env.ev.verdictReasons = outcome.ended.reasons;
       env.ev.stoppedAt = "measure";
       b.save(env.ev);
       say(b)(`screen \u2192 ${outcome.ended.verdict}: ${outcome.ended.reasons[0] ?? ""}`);
-    } else if ("ended" in outcome) {
+    } else {
       alone.push(b);
     }
   }
@@ -88217,6 +88455,50 @@ async function screenOnce(ctx, env, platform3, journal) {
   const r = outcome.result;
   return r?.status === "verdict" ? { verdict: r.verdict, reasons: r.reasons } : void 0;
 }
+function rankScreens(screened, direction, policy) {
+  return screenCandidates(
+    {
+      champion: [],
+      candidates: screened.map(({ ev }) => ({
+        id: String(ev.slot.index),
+        values: ev.screen.b.map(numberOrNaN),
+        champion: ev.screen.a.map(numberOrNaN)
+      }))
+    },
+    direction,
+    policy
+  );
+}
+async function raceSession(ctx, contenders, rounds, platform3, say, number) {
+  const envs = contenders.map(({ b, ev }) => ({
+    b,
+    env: { ctx: { ...ctx, progress: say(b) }, bundle: b, ev, save: () => b.save(ev) }
+  }));
+  let outcomes;
+  try {
+    outcomes = await screenTogether(
+      envs.map((e) => e.env),
+      platform3,
+      { number, rounds }
+    );
+  } catch (e) {
+    if (e instanceof Interrupted) throw e;
+    return `session ${number} could not run (${errorMessage(e)})`;
+  }
+  const parts = envs.map(({ b, env }) => ({ b, env, outcome: outcomes.get(env) }));
+  for (const { env, outcome } of parts) {
+    if (!outcome || !("screened" in outcome)) {
+      const why = !outcome ? "no outcome" : "alone" in outcome ? outcome.alone : outcome.ended.status === "verdict" ? `${outcome.ended.verdict}: ${outcome.ended.reasons[0] ?? ""}` : outcome.ended.status;
+      return `session ${number} did not time candidate ${env.ev.slot.index} (${why})`;
+    }
+  }
+  for (const { b, env, outcome } of parts) {
+    const { session: session2, a: a2, b: values } = outcome.screened;
+    env.ev.screen = appendScreen(env.ev.screen, session2, a2, values);
+    b.save(env.ev);
+  }
+  return null;
+}
 function numberOrNaN(v) {
   return typeof v === "number" ? v : Number.NaN;
 }
@@ -88228,6 +88510,7 @@ function searchRow(ev, measured2) {
     stage: stage2,
     verdict: ev.verdict ?? null,
     estimate: ev.screen?.estimate ?? null,
+    ...ev.screen ? { interval: ev.screen.interval ?? null, rounds: ev.screen.rounds } : {},
     reason: ev.verdictReasons[0] ?? ev.screen?.reason ?? ""
   };
 }

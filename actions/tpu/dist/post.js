@@ -34565,6 +34565,7 @@ function crossFieldProblems(config) {
     ...loopTargetExists(config),
     ...backendSections(config),
     ...measureBounds(config),
+    ...screenBounds(config),
     ...commandPlaceholders(config),
     ...agentSection(config),
     ...forgeAndStoreSections(config),
@@ -34612,6 +34613,15 @@ function measureBounds(c3) {
     {
       keyPath: "measure.max_runs_per_arm",
       message: `(${c3.measure.max_runs_per_arm}) is below measure.runs_per_arm (${c3.measure.runs_per_arm})`
+    }
+  ];
+}
+function screenBounds(c3) {
+  if (c3.search.screen_max_rounds >= c3.search.screen_rounds) return [];
+  return [
+    {
+      keyPath: "search.screen_max_rounds",
+      message: `(${c3.search.screen_max_rounds}) is below search.screen_rounds (${c3.search.screen_rounds}): raise it, or set both to the same number for a screen of one session`
     }
   ];
 }
@@ -34920,8 +34930,15 @@ var hillclimb_schema_default = {
           type: "integer",
           minimum: 1,
           maximum: 20,
-          default: 1,
-          description: "Paired rounds of champion and candidate in each candidate's screening session. Screening rounds rank and filter; they are never the winner's evidence. 1 (the default) gave the most true gain per accelerator-hour in npm run bench:search (docs/search.md)."
+          default: 3,
+          description: "Paired rounds of the first screening session, and of every later session of the race. Screening rounds rank and filter; they are never the winner's evidence. 3: the fewest that give every candidate an interval with one degree of freedom to spare (2 rounds give one, and the race's t quantile at 1 degree of freedom is over 100 at its per-look confidence), so the first look can already drop a clear regression or separate a clear winner; fewer rounds drop nothing (docs/search.md)."
+        },
+        screen_max_rounds: {
+          type: "integer",
+          minimum: 1,
+          maximum: 50,
+          default: 6,
+          description: "The screen's round budget: while its leader is not separated from another candidate by a paired interval, the champion and the candidates still in the race get another session of screen_rounds rounds, until they have been timed this many (then the leader is chosen on its estimate). Shared screens only (search.shared_screen); a session per candidate keeps screen_rounds. 6 (two sessions at the default screen_rounds): the second look's t quantile (5 degrees of freedom) lets a clear leader separate, and the race also stops at a look where no candidate's estimate reaches the bar; 9 cost more and gained less in npm run bench:search, which also shows that at its prior the race ranks better on a busy machine but gains less per accelerator-hour than a single 1-round session (docs/search.md). Set it to screen_rounds for one session and no race. At least screen_rounds."
         },
         shared_screen: {
           type: "boolean",
@@ -34932,7 +34949,7 @@ var hillclimb_schema_default = {
           type: "number",
           exclusiveMinimum: -1,
           exclusiveMaximum: 1,
-          description: "A candidate survives the screen when the median of its per-round improvement ratios is at least 1 + screen_bar (0.02 = +2%). Absent: measure.practical_delta."
+          description: "A candidate survives the screen when the geometric mean of its per-round improvement ratios is at least 1 + screen_bar (0.02 = +2%) once the race has ended, and the race drops it early when its paired interval against the champion lies wholly below 1 + screen_bar. Absent: measure.practical_delta."
         },
         slot_directives: {
           type: "array",

@@ -9,15 +9,27 @@
  * the winner opens a PR, whose comment lists them all.
  */
 import { join } from 'node:path';
-import type { IterationEvidence, SearchCandidateRow, StepName } from '../../evidence/index.js';
-import { screenCandidates } from '../../search/index.js';
+import type {
+  IterationEvidence,
+  SearchCandidateRow,
+  SearchEvidence,
+  StepName,
+} from '../../evidence/index.js';
+import { type ScreenPolicy, type ScreenResult, screenCandidates } from '../../search/index.js';
+import type { Direction } from '../../stats/index.js';
 import { errorMessage } from '../../util/index.js';
 import type { LoopContext } from '../context.js';
 import { Bundle, iterationDirName } from '../state/bundle.js';
 import type { Journal } from '../state/journal.js';
 import { Interrupted } from '../steps/failures.js';
 import { type NewIteration, newEvidence, runIterationSteps, withInfraRetries } from '../steps/iteration.js';
-import { screenCandidate, screenTogether } from '../steps/screen.js';
+import {
+  appendScreen,
+  firstScreen,
+  type SharedRounds,
+  screenCandidate,
+  screenTogether,
+} from '../steps/screen.js';
 
 /** The steps every candidate goes through after its agent and before the screen. */
 const AFTER_PROPOSE: readonly StepName[] = ['guard', 'cpu-gate', 'accelerator-gate'];
@@ -213,26 +225,42 @@ export async function screenAndSelect(
     await Promise.all(alone.slice(i, i + parallel).map(screenOne));
   }
 
-  const screened = survivors.map((b) => ({ b, ev: b.load() })).filter(({ ev }) => ev.screen);
-  const result = screenCandidates(
-    {
-      champion: [],
-      candidates: screened.map(({ ev }) => ({
-        id: String(ev.slot!.index),
-        values: ev.screen!.b.map(numberOrNaN),
-        champion: ev.screen!.a.map(numberOrNaN),
-      })),
-    },
-    ctx.target.bench.metric.direction,
-    { rounds: ctx.config.search.screen_rounds, bar: threshold - 1 },
-  );
+  // On one machine with shared screens the ranking is a race: while it asks for more rounds, the
+  // champion and the contenders get another shared session (src/search/race.ts).
+  const races = parallel === 1 && ctx.config.search.shared_screen;
+  const policy: ScreenPolicy = {
+    rounds: ctx.config.search.screen_rounds,
+    maxRounds: races ? ctx.config.search.screen_max_rounds : ctx.config.search.screen_rounds,
+    bar: threshold - 1,
+  };
+  let screened: Array<{ b: Bundle; ev: IterationEvidence }>;
+  let result: ScreenResult;
+  for (;;) {
+    screened = survivors.map((b) => ({ b, ev: b.load() })).filter(({ ev }) => ev.screen);
+    result = rankScreens(screened, ctx.target.bench.metric.direction, policy);
+    if (!result.next) break;
+    const contenders = screened.filter(({ ev }) => result.next!.ids.includes(String(ev.slot!.index)));
+    // Numbered after the sessions already in the records, so that a resumed race writes new files.
+    const number = 1 + Math.max(...contenders.map(({ ev }) => ev.screen!.sessions?.length ?? 1));
+    const stopped = await raceSession(ctx, contenders, result.next.rounds, info.platform, say, number);
+    if (stopped !== null) {
+      // The race ends on the rounds every contender has: the leader is chosen on its estimate.
+      const have = Math.min(...contenders.map(({ ev }) => ev.screen!.rounds));
+      ctx.progress(`screen: the race ends after ${have} rounds: ${stopped}`);
+      policy.maxRounds = have;
+    }
+  }
   const winner = result.winner === null ? null : Number(result.winner);
   const winnerEstimate = result.ranked[0]?.estimate ?? null;
   for (const { b, ev } of screened) {
     const ranked = result.ranked.find((r) => r.id === String(ev.slot!.index))!;
+    const { droppedBy: _was, ...screen } = ev.screen!;
+    const by = ranked.droppedBy;
     ev.screen = {
-      ...ev.screen!,
+      ...screen,
       estimate: ranked.estimate,
+      interval: ranked.interval,
+      ...(by ? { droppedBy: by.kind === 'behind' ? { kind: by.kind, leader: Number(by.leader) } : by } : {}),
       survived: ranked.survived,
       reason: ranked.reason,
     };
@@ -248,7 +276,15 @@ export async function screenAndSelect(
     b.save(ev);
   }
 
-  recordSearch(ctx, bundles, winner, threshold);
+  const race =
+    result.ending === null
+      ? undefined
+      : {
+          ending: result.ending,
+          confidence: result.confidence,
+          maxRounds: policy.maxRounds ?? policy.rounds,
+        };
+  recordSearch(ctx, bundles, winner, threshold, undefined, race);
   ctx.progress(
     winner === null
       ? `search: no candidate of ${bundles.length} survived its gates and the screen`
@@ -307,8 +343,15 @@ function nextSurvivor(bundles: readonly Bundle[], measured: readonly number[]): 
       ({ ev }) =>
         ev.verdict === 'screened-out' && ev.screen?.survived === true && !measured.includes(ev.slot!.index),
     )
-    .sort((x, y) => (y.ev.screen!.estimate ?? 0) - (x.ev.screen!.estimate ?? 0))[0]?.b;
+    .sort(
+      (x, y) =>
+        behindLeader(x.ev) - behindLeader(y.ev) ||
+        (y.ev.screen!.estimate ?? 0) - (x.ev.screen!.estimate ?? 0),
+    )[0]?.b;
 }
+
+/** 1 for a candidate the race's leader was separated from (ranked after the ones it kept), else 0. */
+const behindLeader = (ev: IterationEvidence): number => Number(ev.screen?.droppedBy?.kind === 'behind');
 
 function clearVerdict(ev: IterationEvidence): void {
   delete ev.verdict;
@@ -323,6 +366,7 @@ export function recordSearch(
   winner: number | null,
   threshold: number,
   measured: readonly number[] = winner === null ? [] : [winner],
+  race: SearchEvidence['race'] = bundles.map((b) => b.load().search?.race).find((r) => r !== undefined),
 ): void {
   const records = bundles.map((b) => ({ b, ev: b.load() }));
   const rows = records.map(({ ev }) => searchRow(ev, measured));
@@ -337,6 +381,7 @@ export function recordSearch(
       measured: [...measured],
       threshold,
       screenRounds: ctx.config.search.screen_rounds,
+      ...(race ? { race } : {}),
       candidates: rows,
     };
     b.save(ev);
@@ -382,13 +427,17 @@ async function screenShared(
       alone.push(b);
       continue;
     }
-    if ('ended' in outcome && outcome.ended.status === 'verdict') {
+    if ('screened' in outcome) {
+      const { session, a, b: values, sharedWith } = outcome.screened;
+      env.ev.screen = { ...firstScreen(session, a, values), sharedWith };
+      b.save(env.ev);
+    } else if (outcome.ended.status === 'verdict') {
       env.ev.verdict = outcome.ended.verdict;
       env.ev.verdictReasons = outcome.ended.reasons;
       env.ev.stoppedAt = 'measure';
       b.save(env.ev);
       say(b)(`screen → ${outcome.ended.verdict}: ${outcome.ended.reasons[0] ?? ''}`);
-    } else if ('ended' in outcome) {
+    } else {
       alone.push(b);
     }
   }
@@ -409,6 +458,76 @@ async function screenOnce(
   if (outcome.kind === 'dry-run') return undefined;
   const r = outcome.result;
   return r?.status === 'verdict' ? { verdict: r.verdict, reasons: r.reasons } : undefined;
+}
+
+/** The ranking (and the race's next step) over every candidate's screen so far. */
+function rankScreens(
+  screened: ReadonlyArray<{ ev: IterationEvidence }>,
+  direction: Direction,
+  policy: ScreenPolicy,
+): ScreenResult {
+  return screenCandidates(
+    {
+      champion: [],
+      candidates: screened.map(({ ev }) => ({
+        id: String(ev.slot!.index),
+        values: ev.screen!.b.map(numberOrNaN),
+        champion: ev.screen!.a.map(numberOrNaN),
+      })),
+    },
+    direction,
+    policy,
+  );
+}
+
+/**
+ * One more shared session of the race: the champion and the contenders for `rounds` rounds, appended
+ * to every contender's screen — to all of them or to none, so that they stay paired round for round.
+ * Resolves to null, or to why the race cannot go on (the session failed, or could not time every
+ * contender as before): it then ends on the rounds it has.
+ */
+async function raceSession(
+  ctx: LoopContext,
+  contenders: ReadonlyArray<{ b: Bundle; ev: IterationEvidence }>,
+  rounds: number,
+  platform: Parameters<typeof screenTogether>[1],
+  say: (b: Bundle) => (line: string) => void,
+  number: number,
+): Promise<string | null> {
+  const envs = contenders.map(({ b, ev }) => ({
+    b,
+    env: { ctx: { ...ctx, progress: say(b) }, bundle: b, ev, save: () => b.save(ev) },
+  }));
+  let outcomes: Awaited<ReturnType<typeof screenTogether>>;
+  try {
+    outcomes = await screenTogether(
+      envs.map((e) => e.env),
+      platform,
+      { number, rounds },
+    );
+  } catch (e) {
+    if (e instanceof Interrupted) throw e;
+    return `session ${number} could not run (${errorMessage(e)})`;
+  }
+  const parts = envs.map(({ b, env }) => ({ b, env, outcome: outcomes.get(env) }));
+  for (const { env, outcome } of parts) {
+    if (!outcome || !('screened' in outcome)) {
+      const why = !outcome
+        ? 'no outcome'
+        : 'alone' in outcome
+          ? outcome.alone
+          : outcome.ended.status === 'verdict'
+            ? `${outcome.ended.verdict}: ${outcome.ended.reasons[0] ?? ''}`
+            : outcome.ended.status;
+      return `session ${number} did not time candidate ${env.ev.slot!.index} (${why})`;
+    }
+  }
+  for (const { b, env, outcome } of parts) {
+    const { session, a, b: values } = (outcome as { screened: SharedRounds }).screened;
+    env.ev.screen = appendScreen(env.ev.screen!, session, a, values);
+    b.save(env.ev);
+  }
+  return null;
 }
 
 /** A screening value as saved (JSON has no NaN: an unusable value comes back as null). */
@@ -433,6 +552,7 @@ function searchRow(ev: IterationEvidence, measured: readonly number[]): SearchCa
     stage,
     verdict: ev.verdict ?? null,
     estimate: ev.screen?.estimate ?? null,
+    ...(ev.screen ? { interval: ev.screen.interval ?? null, rounds: ev.screen.rounds } : {}),
     reason: ev.verdictReasons[0] ?? ev.screen?.reason ?? '',
   };
 }

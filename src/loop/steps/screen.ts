@@ -1,6 +1,7 @@
 /**
  * screen: one candidate of an iteration that proposed several (loop.candidates > 1), timed against the
- * champion in one short verifier session of `search.screen_rounds` paired rounds — the same verifier,
+ * champion in one short verifier session of `search.screen_rounds` paired rounds (on one machine, the
+ * candidates share sessions, and the race gives the contenders more: src/search/race.ts) — the same verifier,
  * programs and checks as the full comparison (./measure.ts), only fewer rounds. The rounds go to
  * `ev.screen`, never to `ev.measurement`: they rank the candidates (src/search/selection.ts), and the
  * winner's full comparison starts from fresh rounds, so no screening round is ever its evidence (the
@@ -11,7 +12,7 @@
  */
 import { cpSync, existsSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { metricValue } from '../../evidence/index.js';
+import { metricValue, type ScreenEvidence, type ScreenSession } from '../../evidence/index.js';
 import { errorMessage } from '../../util/index.js';
 import { iterationDirName } from '../state/bundle.js';
 import { Interrupted } from './failures.js';
@@ -48,24 +49,71 @@ export async function screenCandidate(env: StepEnv, platform: Platform): Promise
         return Number.NaN;
       }
     });
-  ev.screen = {
-    rounds,
-    a: values('A'),
-    b: values('B'),
-    estimate: null,
-    survived: false,
-    reason: 'not ranked yet',
+  const session = {
     sessionFile: ProgramFiles.session(name),
     logFile: ProgramFiles.verifyLog(name),
+    rounds,
     startedAt,
     durationMs: run.durationMs,
   };
+  ev.screen = firstScreen(session, values('A'), values('B'));
   env.save();
   return undefined;
 }
 
+/** A candidate's screen from its first session, not ranked yet. */
+export function firstScreen(session: ScreenSession, a: number[], b: number[]): ScreenEvidence {
+  const { sessionFile, logFile, startedAt, durationMs } = session;
+  return {
+    rounds: a.length,
+    a,
+    b,
+    estimate: null,
+    survived: false,
+    reason: 'not ranked yet',
+    sessionFile,
+    logFile,
+    startedAt,
+    durationMs,
+    sessions: [session],
+  };
+}
+
+/** A candidate's screen with the rounds of one more session of the race appended. */
+export function appendScreen(
+  screen: ScreenEvidence,
+  session: ScreenSession,
+  a: readonly number[],
+  b: readonly number[],
+): ScreenEvidence {
+  const first: ScreenSession = {
+    sessionFile: screen.sessionFile,
+    logFile: screen.logFile,
+    rounds: screen.rounds,
+    startedAt: screen.startedAt,
+    durationMs: screen.durationMs,
+  };
+  return {
+    ...screen,
+    rounds: screen.rounds + a.length,
+    a: [...screen.a, ...a],
+    b: [...screen.b, ...b],
+    durationMs: screen.durationMs + session.durationMs,
+    sessions: [...(screen.sessions ?? [first]), session],
+  };
+}
+
+/** One candidate's rounds of a shared screening session: champion (a) and candidate (b). */
+export interface SharedRounds {
+  session: ScreenSession;
+  a: number[];
+  b: number[];
+  /** The slots timed in the session (ScreenEvidence.sharedWith). */
+  sharedWith: number[];
+}
+
 /** What one candidate's part of a shared screening session came to. */
-export type SharedScreen = { ended: StepResult } | { screened: true } | { alone: string };
+export type SharedScreen = { ended: StepResult } | { screened: SharedRounds } | { alone: string };
 
 /**
  * Screen several candidates in one verifier session (search.shared_screen): the champion and every
@@ -76,10 +124,13 @@ export type SharedScreen = { ended: StepResult } | { screened: true } | { alone:
  * (pairedSession): its verification, its programs against the ones its gate verified, byte-identical
  * programs `no-op`. Whatever the shared session cannot pin on one candidate (the session failing as a
  * whole, a champion that fails) sends every candidate it concerns to a session of its own: `alone`.
+ * The rounds come back per candidate (`screened`); the caller writes them into the records: a first
+ * session's as the screen, a later session's of the race appended (src/loop/drivers/search.ts).
  */
 export async function screenTogether(
   envs: readonly StepEnv[],
   platform: Platform,
+  session: SharedSessionPlan = {},
 ): Promise<Map<StepEnv, SharedScreen>> {
   const out = new Map<StepEnv, SharedScreen>();
   const live: Array<{ env: StepEnv; arm: string; programs: ArmPrograms }> = [];
@@ -100,12 +151,14 @@ export async function screenTogether(
   }
   const lead = live[0]!.env;
   const { ctx } = lead;
-  const rounds = ctx.config.search.screen_rounds;
-  const name = `screen-${iterationDirName(lead.ev)}-shared`;
+  const rounds = session.rounds ?? ctx.config.search.screen_rounds;
+  const n = session.number ?? 1;
+  const name = `screen-${iterationDirName(lead.ev)}-shared${n === 1 ? '' : `-${n}`}`;
   const sessionFile = ProgramFiles.session(name);
   const logFile = ProgramFiles.verifyLog(name);
   ctx.progress(
-    `screen: ${rounds} round${rounds === 1 ? '' : 's'} of the champion and ${live.length} candidates in one verifier session`,
+    `screen: ${rounds} round${rounds === 1 ? '' : 's'} of the champion and ${live.length} candidates in one verifier session` +
+      (n === 1 ? '' : ` (session ${n} of the race)`),
   );
   const startedAt = new Date().toISOString();
   let run: VerifierRun;
@@ -175,21 +228,22 @@ export async function screenTogether(
       out.set(env, { alone: `the shared session timed ${s.rounds.length} of ${rounds} rounds` });
       continue;
     }
-    env.ev.screen = {
-      rounds,
-      a: values('A'),
-      b: values(arm),
-      estimate: null,
-      survived: false,
-      reason: 'not ranked yet',
-      sessionFile,
-      logFile,
-      startedAt,
-      durationMs: run.durationMs,
-      sharedWith,
-    };
-    env.save();
-    out.set(env, { screened: true });
+    out.set(env, {
+      screened: {
+        session: { sessionFile, logFile, rounds, startedAt, durationMs: run.durationMs },
+        a: values('A'),
+        b: values(arm),
+        sharedWith,
+      },
+    });
   }
   return out;
+}
+
+/** Which shared session of the screen: the first (search.screen_rounds) or a later one of the race. */
+export interface SharedSessionPlan {
+  /** 1 for the first; the race's later sessions count on (they name the session file). */
+  number?: number;
+  /** Absent: search.screen_rounds. */
+  rounds?: number;
 }

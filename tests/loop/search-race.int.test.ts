@@ -1,0 +1,105 @@
+// Issue 36 item 2: the screen races. Two candidates of the same real gain (the shorter delay, one with a
+// docstring so that their programs differ) cannot be separated by any interval, so after the first
+// shared session the race gives them a second one, up to search.screen_max_rounds, and the leader is
+// chosen on its estimate at the budget. The run is interrupted as the second session starts and
+// resumed: the race goes on from the rounds in the records, and the session files stay whole.
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listLocalPulls, showLocalPull } from '../../src/forge/local-reader.js';
+import { type LoopResult, runLoop } from '../../src/loop/drivers/run.js';
+import { memoryLogger } from '../../src/util/log.js';
+import { tempDir } from '../helpers/paths.js';
+import { makeToyRepo, STANDARD_PATCHES } from './toy-repo.js';
+
+const noSleep = async () => undefined;
+const faster = STANDARD_PATCHES[0]!;
+const fasterToo = {
+  ...faster,
+  edit: {
+    'toy/kernel.py': (t: string) =>
+      faster.edit['toy/kernel.py']!(t).replace(
+        'def compute(xs):',
+        'def compute(xs):\n    """Double every element."""',
+      ),
+  },
+};
+
+describe('a screen that needs a second session to rank (the race), interrupted and resumed', () => {
+  const t = tempDir('hc-search-race-');
+  const repo = join(t.dir, 'repo');
+  let interrupted: unknown;
+  let result: LoopResult;
+  const lines: string[] = [];
+
+  beforeAll(async () => {
+    process.env.HILLCLIMB_PYTHON = execFileSync('sh', ['-c', 'command -v python3'], {
+      encoding: 'utf8',
+    }).trim();
+    makeToyRepo(repo, [
+      { ...faster, name: '0001-shorter-delay' },
+      { ...fasterToo, name: '0001.2-shorter-delay-documented' },
+    ]);
+    const configFile = join(repo, 'hillclimb.yml');
+    // Two sessions of 3 rounds at most: the smallest race.
+    const overrides = { 'loop.iterations': 1, 'loop.candidates': 2, 'search.screen_max_rounds': 6 };
+    const controller = new AbortController();
+    interrupted = await runLoop({
+      configFile,
+      overrides,
+      logger: memoryLogger(),
+      sleep: noSleep,
+      signal: controller.signal,
+      progress: (l) => {
+        lines.push(l);
+        if (l.includes('(session 2 of the race)')) controller.abort();
+      },
+    }).catch((e: unknown) => e);
+    result = await runLoop({
+      configFile,
+      overrides,
+      resume: true,
+      logger: memoryLogger(),
+      sleep: noSleep,
+      progress: (l) => lines.push(l),
+    });
+  }, 300_000);
+  afterAll(t.cleanup);
+
+  it('races on after the first session, and picks the leader on its estimate at the budget', () => {
+    expect((interrupted as Error).name).toBe('Interrupted');
+    const [iteration] = result.iterations;
+    expect(iteration!.candidates!.map((c) => c.verdict).sort()).toEqual(['improved', 'screened-out']);
+    const [first, second] = iteration!.candidates!.map((c) => c.evidence);
+    for (const ev of [first!, second!]) {
+      // Every round of both sessions, paired: the champion's values are the same in both records.
+      expect(ev.screen!.rounds).toBe(6);
+      expect(ev.screen!.a).toHaveLength(6);
+      expect(ev.screen!.sessions!.map((s) => s.rounds)).toEqual([3, 3]);
+      expect(ev.screen!.sessions![1]!.sessionFile).toMatch(/screen-i001-c\d-shared-2\./);
+      expect(ev.screen!.interval).not.toBeNull();
+      expect(ev.screen!.droppedBy).toBeUndefined();
+      for (const s of ev.screen!.sessions!) {
+        expect(existsSync(join(iteration!.candidates![ev.slot!.index - 1]!.bundleDir, s.sessionFile))).toBe(
+          true,
+        );
+      }
+    }
+    expect(first!.screen!.a).toEqual(second!.screen!.a);
+    expect(first!.search!.race).toMatchObject({ ending: 'budget', maxRounds: 6 });
+    const loser = [first!, second!].find((ev) => ev.verdict === 'screened-out')!;
+    expect(loser.verdictReasons[0]).toMatch(/over 6 rounds ≥ 1\.2000, behind candidate \d/);
+    expect(lines.filter((l) => l.includes('(session 2 of the race)'))).toHaveLength(2);
+  });
+
+  it('says in the PR comment that the winner was chosen on its estimate, not separated', () => {
+    const pulls = listLocalPulls(result.stateDir);
+    expect(pulls).toHaveLength(1);
+    const comment = showLocalPull(result.stateDir, pulls[0]!.number)!.comments[0]!.body;
+    expect(comment).toMatch(
+      /Candidate \d was chosen on its estimate at the round budget \(6 rounds\), not separated from candidate \d/,
+    );
+    expect(comment).toMatch(/\| \d\.\d{3}× \[\d\.\d{3}×, \d\.\d{3}×\] \| 6 \| screened-out \|/);
+  });
+});
