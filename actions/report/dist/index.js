@@ -82424,6 +82424,17 @@ async function runVerifier(ctx, ev, o2) {
     throw new InfraFailure(`the verifier's session is unreadable: ${errorMessage(e)}`);
   }
 }
+function runGateSession(ctx, ev, o2) {
+  const { arm, programs, ...rest2 } = o2;
+  return runVerifier(ctx, ev, {
+    ...rest2,
+    mode: "gate",
+    arms: [arm],
+    repeats: 1,
+    warmup: 0,
+    programs: { [arm]: programs }
+  });
+}
 var ProgramFiles = {
   dir: (arm, platform3) => `programs/${arm}-${platform3}`,
   exportLog: (arm, platform3) => `programs/export-${arm}-${platform3}.log`,
@@ -83001,16 +83012,13 @@ async function championGate({
     );
   }
   const name = `${which2}-gate-probe`;
-  await runVerifier(ctx, ev, {
-    mode: "gate",
+  await runGateSession(ctx, ev, {
     platform: platform3,
     draw,
-    arms: ["A"],
-    repeats: 1,
-    warmup: 0,
+    arm: "A",
+    programs: dir,
     backend,
     harness: ev.base.commit,
-    programs: { A: dir },
     sessionFile: bundle.path(ProgramFiles.session(name)),
     logFile: bundle.path(ProgramFiles.verifyLog(name)),
     name,
@@ -83021,16 +83029,13 @@ async function verifyPrograms({ ctx, bundle, ev, which: which2, backend, plan },
   const { platform: platform3, draw } = plan;
   const programsDir = bundlePrograms(bundle, "B", platform3);
   const name = `${which2}-gate`;
-  const session2 = () => runVerifier(ctx, ev, {
-    mode: "gate",
+  const session2 = () => runGateSession(ctx, ev, {
     platform: platform3,
     draw,
-    arms: ["B"],
-    repeats: 1,
-    warmup: 0,
+    arm: "B",
+    programs: programsDir,
     backend,
     harness: ev.base.commit,
-    programs: { B: programsDir },
     sessionFile: bundle.path(ProgramFiles.session(name)),
     logFile: bundle.path(ProgramFiles.verifyLog(name)),
     name,
@@ -86526,16 +86531,13 @@ async function check(env, draw, commit2) {
 }
 async function gateSession({ ctx, ev }, draw, exported, platform3, backend) {
   const cpu = platform3 === "cpu";
-  const run2 = await runVerifier(ctx, draw, {
-    mode: "gate",
+  const run2 = await runGateSession(ctx, draw, {
     platform: platform3,
     draw: exported.plan.draw,
-    arms: ["B"],
-    repeats: 1,
-    warmup: 0,
+    arm: "B",
+    programs: exported.dir,
     backend,
     harness: ev.base.commit,
-    programs: { B: exported.dir },
     sessionFile: join42(exported.work, "session.json"),
     logFile: join42(exported.work, "verify.log"),
     name: cpu ? "tools-check" : "tools-check-accelerator",

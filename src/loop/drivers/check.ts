@@ -20,7 +20,7 @@ import {
   mistakeHint,
   type RequestPlan,
   requestPlan,
-  runVerifier,
+  runGateSession,
   targetFacts,
 } from '../steps/programs.js';
 import { verificationHint } from '../steps/target-mistakes.js';
@@ -191,16 +191,13 @@ async function verifyHead(
   programs: string,
 ): Promise<void> {
   const logFile = join(ctx.runDir, 'verify.log');
-  const run = await runVerifier(ctx, holder, {
-    mode: 'gate',
+  const run = await runGateSession(ctx, holder, {
     platform: 'cpu',
     draw: plan.draw,
-    arms: ['B'],
-    repeats: 1,
-    warmup: 0,
+    arm: 'B',
+    programs,
     backend: ctx.cpuBackend,
     harness: commit,
-    programs: { B: programs },
     sessionFile: join(ctx.runDir, 'verify.session.json'),
     logFile,
     name: 'check',

@@ -44,6 +44,7 @@ import {
   PLATFORMS,
   type Platform,
   requestPlan,
+  runGateSession,
   runVerifier,
   VerifierFailed,
   type VerifierRun,
@@ -379,16 +380,13 @@ async function gateSession(
   backend: LoopContext['backend'],
 ): Promise<Omit<Ran, 'tree'>> {
   const cpu = platform === 'cpu';
-  const run = await runVerifier(ctx, draw, {
-    mode: 'gate',
+  const run = await runGateSession(ctx, draw, {
     platform,
     draw: exported.plan.draw,
-    arms: ['B'],
-    repeats: 1,
-    warmup: 0,
+    arm: 'B',
+    programs: exported.dir,
     backend,
     harness: ev.base.commit,
-    programs: { B: exported.dir },
     sessionFile: join(exported.work, 'session.json'),
     logFile: join(exported.work, 'verify.log'),
     name: cpu ? 'tools-check' : 'tools-check-accelerator',

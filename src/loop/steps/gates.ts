@@ -47,7 +47,7 @@ import {
   REQUEST_FILE,
   type RequestPlan,
   requestPlan,
-  runVerifier,
+  runGateSession,
   VerifierCrashed,
   VerifierFailed,
   type VerifierRun,
@@ -405,16 +405,13 @@ async function championGate({
     );
   }
   const name = `${which}-gate-probe`;
-  await runVerifier(ctx, ev, {
-    mode: 'gate',
+  await runGateSession(ctx, ev, {
     platform,
     draw,
-    arms: ['A'],
-    repeats: 1,
-    warmup: 0,
+    arm: 'A',
+    programs: dir,
     backend,
     harness: ev.base.commit,
-    programs: { A: dir },
     sessionFile: bundle.path(ProgramFiles.session(name)),
     logFile: bundle.path(ProgramFiles.verifyLog(name)),
     name,
@@ -431,16 +428,13 @@ async function verifyPrograms(
   const programsDir = bundlePrograms(bundle, 'B', platform);
   const name = `${which}-gate` as const;
   const session = () =>
-    runVerifier(ctx, ev, {
-      mode: 'gate',
+    runGateSession(ctx, ev, {
       platform,
       draw,
-      arms: ['B'],
-      repeats: 1,
-      warmup: 0,
+      arm: 'B',
+      programs: programsDir,
       backend,
       harness: ev.base.commit,
-      programs: { B: programsDir },
       sessionFile: bundle.path(ProgramFiles.session(name)),
       logFile: bundle.path(ProgramFiles.verifyLog(name)),
       name,

@@ -623,6 +623,37 @@ export async function runVerifier(
   }
 }
 
+/**
+ * A gate session: the verifier checks one arm's exported programs over the matrix of `draw` (no timing:
+ * one repeat, no warm-up). The gate, its crash probe, `hillclimb check` and the agent's `check` tool.
+ */
+export function runGateSession(
+  ctx: LoopContext,
+  ev: IterationEvidence | { iteration: number },
+  o: {
+    platform: Platform;
+    draw: number;
+    arm: 'A' | 'B';
+    programs: string;
+    backend: Backend;
+    harness: string;
+    sessionFile: string;
+    logFile: string;
+    name: string;
+    step: 'cpu-gate' | 'accelerator-gate';
+  },
+): Promise<VerifierRun> {
+  const { arm, programs, ...rest } = o;
+  return runVerifier(ctx, ev, {
+    ...rest,
+    mode: 'gate',
+    arms: [arm],
+    repeats: 1,
+    warmup: 0,
+    programs: { [arm]: programs },
+  });
+}
+
 /** Where a bundle keeps an arm's programs for a platform, and the export's log. */
 export const ProgramFiles = {
   dir: (arm: ArmName, platform: Platform) => `programs/${arm}-${platform}`,
