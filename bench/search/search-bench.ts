@@ -11,7 +11,8 @@
  *      screening rounds reused;
  *   2. the details behind it (iterations, accepts, regressions accepted, the winner's curse itself);
  * then the shared k + 1-arm screening session for comparison (a verifier the loop does not have), the
- * cost sensitivity (a heavier per-session overhead) and the screen designs tried at k = 3.
+ * cost sensitivity (a heavier per-session overhead), the screen designs tried at k = 3, and the shared
+ * screen at the overhead `npm run bench:verdict -- --overhead-only` measured (bench/shared-session-overhead.ts).
  * Run: npm run bench:search [-- --trials 20 --seed 1]. Deterministic for a seed.
  */
 
@@ -30,6 +31,7 @@ import {
   type SearchSummary,
   simulateSearch,
 } from '../../src/search/simulation.js';
+import { MEASURED_SHARED_SESSION, overheadArmRounds } from '../shared-session-overhead.js';
 import { type TrialsArgs as Args, parseTrialsArgs } from '../trials-args.js';
 
 /** Accelerator hours each simulated search runs for (one trial). */
@@ -45,6 +47,8 @@ const PER_CANDIDATE: CostModel = { ...DEFAULT_COST, screenSessions: 'per-candida
 const SHARED: CostModel = { ...DEFAULT_COST, screenSessions: 'shared' };
 /** The per-session overhead of the sensitivity table: the gdn tiny target's verification alone. */
 const HEAVY_OVERHEAD = 8;
+/** The k of the measured-overhead table: 1 to 4 candidates, the sessions bench:verdict measured. */
+const MEASURED_KS = [1, 2, 3, 4];
 /** The k of the screen designs table: the demo's, among the best under the loop's cost model. */
 const DESIGN_K = 3;
 const TRIED_ROUNDS = [1, 2, 3];
@@ -318,6 +322,50 @@ function sensitivityTable(args: Args, screens: readonly ScreenPolicy[]): string 
   );
 }
 
+/**
+ * The shared screen at the overhead bench:verdict measured (MEASURED_SHARED_SESSION). The cost model has
+ * one overhead for every session, but a k + 1-arm screen's is lower per arm than a 2-arm full
+ * comparison's, so each k runs twice: every session at the 2-arm overhead (the screen overpaid) and
+ * every session at the k + 1-arm one (the comparisons underpaid); the truth lies between. One lineage
+ * runs only 2-arm sessions.
+ */
+function measuredOverheadTable(args: Args): string {
+  const at = (arms: number): CostModel => ({
+    ...SHARED,
+    overheadPerArm: overheadArmRounds(MEASURED_SHARED_SESSION, arms),
+  });
+  const policy = (k: number) => policyFor(k, LOOP_SCREEN);
+  const lineage = run(args, policy(1), 'fresh', PLAUSIBLE_PRIOR, MEASURED_NOISE, at(2));
+  const rate = (s: SearchSummary): string =>
+    `${fixed(s.trueGainPctPerHour, 1)} ± ${fixed(s.trueGainPctPerHourSe, 1)}, ${multiple(s, lineage)}`;
+  const rows = MEASURED_KS.map((k) => {
+    if (k === 1)
+      return ['1 (one lineage)', fixed(at(2).overheadPerArm, 2), rate(lineage), rate(lineage), '—', '—'];
+    const upper = run(args, policy(k), 'fresh', PLAUSIBLE_PRIOR, MEASURED_NOISE, at(2));
+    const lower = run(args, policy(k), 'fresh', PLAUSIBLE_PRIOR, MEASURED_NOISE, at(k + 1));
+    const allNull = run(args, policy(k), 'fresh', ALL_NULL_PRIOR, MEASURED_NOISE, at(2));
+    return [
+      String(k),
+      `${fixed(at(k + 1).overheadPerArm, 2)} / ${fixed(at(2).overheadPerArm, 2)}`,
+      rate(upper),
+      rate(lower),
+      falseAccepts(allNull),
+      withSe(upper.biasAccepted),
+    ];
+  });
+  return table(
+    [
+      'k',
+      'overhead per arm (arm-rounds): screen / 2-arm session',
+      'every session at the 2-arm overhead: log %/h, × one lineage',
+      'every session at the screen’s: log %/h, × one lineage',
+      'false accepts at no change',
+      'bias, accepted winners (pp)',
+    ],
+    rows,
+  );
+}
+
 /** Screen designs at k = DESIGN_K, one session per candidate; cells already run are reused. */
 function designsTable(args: Args, results: readonly NoiseResult[]): string {
   const rows: string[][] = [];
@@ -409,6 +457,16 @@ function main(): void {
     `## Screen designs tried at k = ${DESIGN_K} (one session per candidate, fresh)`,
     '',
     designsTable(args, results),
+  );
+  const m = MEASURED_SHARED_SESSION;
+  progress('shared screening session at the measured overhead');
+  out.push(
+    '',
+    `## The shared screening session at the overhead bench:verdict measured (${designLabel(LOOP_SCREEN)}, measured noise, fresh)`,
+    '',
+    `Session seconds = ${fixed(m.fixedSeconds, 2)} + ${fixed(m.perArmSeconds, 2)}·arms + ${fixed(m.perArmRoundSeconds, 3)}·arms·rounds (${m.source}).`,
+    '',
+    measuredOverheadTable(args),
   );
   out.push('', `Run time: ${((performance.now() - started) / 1000).toFixed(0)} s.`);
   process.stdout.write(`${out.join('\n')}\n`);
