@@ -27,6 +27,14 @@ import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } f
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { DEFAULT_SEARCH_POLICY } from '../../src/search/index.js';
+import {
+  DEFAULT_COST,
+  MEASURED_NOISE,
+  PLAUSIBLE_PRIOR,
+  type SearchSummary,
+  simulateSearch,
+} from '../../src/search/simulation.js';
 import {
   compareArms,
   DEFAULT_SEQUENTIAL_POLICY,
@@ -120,6 +128,40 @@ function shTimed(cwd: string, argv: string[]): { wall: number; cpu: number } {
     throw new Error(`bench:verdict: cannot read the CPU time from bash's times: ${JSON.stringify(out)}`);
   const [, um, us, sm, ss] = children.map(Number) as [number, number, number, number, number];
   return { wall, cpu: um * 60 + us + sm * 60 + ss };
+}
+
+/**
+ * bench:search's shared screen (the loop's screen policy, measured noise, fresh winners, 20 searches
+ * of 10 accelerator-hours) with every session at the overhead `fit` gives a session of `arms` arms.
+ */
+function searchAt(fit: SessionCostFit, k: number, arms: number): SearchSummary {
+  return simulateSearch({
+    strategy: { policy: { ...DEFAULT_SEARCH_POLICY, candidates: k }, evidence: 'fresh' },
+    prior: PLAUSIBLE_PRIOR,
+    noise: MEASURED_NOISE,
+    cost: { ...DEFAULT_COST, screenSessions: 'shared', overheadPerArm: overheadArmRounds(fit, arms) },
+    budgetHours: 10,
+    trials: 20,
+    seed: 1,
+  });
+}
+
+/**
+ * The true gain per accelerator-hour at the measured overhead, × one lineage's, for k = 2…4. The
+ * simulation has one overhead for every session, so each k runs with every session at the 2-arm
+ * overhead (the screen overpaid) and at the k + 1-arm one (the full comparisons underpaid).
+ */
+function gainLines(fit: SessionCostFit): string[] {
+  const lineage = searchAt(fit, 1, 2).trueGainPctPerHour;
+  const times = (s: SearchSummary) => `${(s.trueGainPctPerHour / lineage).toFixed(2)}×`;
+  return [
+    '',
+    `bench:search's shared screen at this overhead (CPU time), × one lineage's true gain per accelerator-hour (${f(lineage)} log %/h):`,
+    ...[2, 3, 4].map(
+      (k) =>
+        `  k = ${k}: ${times(searchAt(fit, k, 2))} with every session at the 2-arm overhead, ${times(searchAt(fit, k, k + 1))} at the screen's`,
+    ),
+  ];
 }
 
 /** A scratch tree of the kernel workspace with `patches` applied, and the pre-split bench beside it. */
@@ -438,6 +480,7 @@ function main(): void {
           (k) =>
             `| ${k} (${k + 1}) | ${f(overheadArmRounds(fits.cpu, k + 1), 2)} arm-rounds | ${f(overheadArmRounds(fits.wall, k + 1), 2)} |`,
         ),
+        ...gainLines(fits.cpu),
       ];
     };
     const output: string[] = [];
