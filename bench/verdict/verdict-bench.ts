@@ -17,7 +17,8 @@
  * B′ = 0001 + 0001.3, and B's programs once more under a fifth name: the verifier leaves out only arms
  * whose programs are the first's, so it times that one too) at 1 and R rounds, fitted to
  * seconds = fixed + perArm·arms + perArmRound·arms·rounds, and the overhead per arm in arm-rounds the
- * search simulation's cost model takes for k + 1 arms. `--overhead-only` runs that part alone.
+ * search simulation's cost model takes for k + 1 arms, with bench:search's shared screen at it (× one
+ * lineage's true gain per accelerator-hour). `--overhead-only` runs that part alone.
  *
  *   npm run bench:verdict -- [--rounds R] [--sessions S] [--aa N] [--overhead-only]
  *     [--overhead-rounds R] [--overhead-repeats N]
