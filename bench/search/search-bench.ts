@@ -14,7 +14,8 @@
  * then the shared k + 1-arm screening session, the cost sensitivity (a heavier per-session overhead),
  * the screen designs tried at k = 3, and the racing screen (issue 36; the loop's on one machine:
  * shared sessions, more of them while the leader is not separated) against one shared session of 1 and
- * of 3 rounds, at k = 1..4, three noise models and two overheads.
+ * of 3 rounds, at k = 1..4, three noise models and two overheads; last, those three screens at the
+ * overhead `npm run bench:verdict -- --overhead-only` measured (bench/shared-session-overhead.ts).
  * Run: npm run bench:search [-- --trials 20 --seed 1]. Deterministic for a seed.
  */
 
@@ -34,6 +35,7 @@ import {
   type SearchSummary,
   simulateSearch,
 } from '../../src/search/simulation.js';
+import { MEASURED_SHARED_SESSION, overheadArmRounds } from '../shared-session-overhead.js';
 import { type TrialsArgs as Args, parseTrialsArgs } from '../trials-args.js';
 
 /** Accelerator hours each simulated search runs for (one trial). */
@@ -52,6 +54,8 @@ const PER_CANDIDATE: CostModel = { ...DEFAULT_COST, screenSessions: 'per-candida
 const SHARED: CostModel = { ...DEFAULT_COST, screenSessions: 'shared' };
 /** The per-session overhead of the sensitivity table: the gdn tiny target's verification alone. */
 const HEAVY_OVERHEAD = 8;
+/** The k of the measured-overhead table: 1 to 4 candidates, the sessions bench:verdict measured. */
+const MEASURED_KS = [1, 2, 3, 4];
 /** The k of the screen designs table: the demo's, among the best under the loop's cost model. */
 const DESIGN_K = 3;
 const TRIED_ROUNDS = [1, 2, 3];
@@ -342,6 +346,42 @@ function sensitivityTable(args: Args, screens: readonly ScreenPolicy[]): string 
   );
 }
 
+/**
+ * A screen in shared sessions at the overhead bench:verdict measured (MEASURED_SHARED_SESSION): every
+ * session pays the per-arm overhead of its own arm count (a k + 1-arm screen's start is shared by more
+ * arms than a 2-arm full comparison's). One lineage runs only 2-arm sessions.
+ */
+function measuredOverheadTable(args: Args, screen: ScreenPolicy): string {
+  const at: CostModel = {
+    ...SHARED,
+    overheadFor: (arms) => overheadArmRounds(MEASURED_SHARED_SESSION, arms),
+  };
+  const policy = (k: number) => policyFor(k, screen);
+  const lineage = run(args, policy(1), 'fresh', PLAUSIBLE_PRIOR, MEASURED_NOISE, at);
+  const rate = (s: SearchSummary): string =>
+    `${fixed(s.trueGainPctPerHour, 1)} ± ${fixed(s.trueGainPctPerHourSe, 1)}, ${multiple(s, lineage)}`;
+  const overheads = (k: number) =>
+    k === 1
+      ? fixed(at.overheadFor!(2), 2)
+      : `${fixed(at.overheadFor!(k + 1), 2)} / ${fixed(at.overheadFor!(2), 2)}`;
+  const rows = MEASURED_KS.map((k) => {
+    if (k === 1) return ['1 (one lineage)', overheads(1), rate(lineage), '—', '—'];
+    const prior = run(args, policy(k), 'fresh', PLAUSIBLE_PRIOR, MEASURED_NOISE, at);
+    const allNull = run(args, policy(k), 'fresh', ALL_NULL_PRIOR, MEASURED_NOISE, at);
+    return [String(k), overheads(k), rate(prior), falseAccepts(allNull), withSe(prior.biasAccepted)];
+  });
+  return table(
+    [
+      'k',
+      'overhead per arm (arm-rounds): screen / 2-arm session',
+      'true gain per accelerator-hour: log %/h, × one lineage',
+      'false accepts at no change',
+      'bias, accepted winners (pp)',
+    ],
+    rows,
+  );
+}
+
 /** Screen designs at k = DESIGN_K, one session per candidate; cells already run are reused. */
 function designsTable(args: Args, results: readonly NoiseResult[]): string {
   const rows: string[][] = [];
@@ -500,6 +540,18 @@ function main(): void {
         raceTable(args, noise, cost),
       );
     }
+  }
+  const m = MEASURED_SHARED_SESSION;
+  for (const { name, screen } of RACE_SCREENS) {
+    progress(`shared screening session at the measured overhead: ${name}`);
+    out.push(
+      '',
+      `## The shared screening session at the overhead bench:verdict measured: ${name} (measured noise, fresh)`,
+      '',
+      `Session seconds = ${fixed(m.fixedSeconds, 2)} + ${fixed(m.perArmSeconds, 2)}·arms + ${fixed(m.perArmRoundSeconds, 3)}·arms·rounds (${m.source}).`,
+      '',
+      measuredOverheadTable(args, screen),
+    );
   }
   out.push('', `Run time: ${((performance.now() - started) / 1000).toFixed(0)} s.`);
   process.stdout.write(`${out.join('\n')}\n`);

@@ -126,6 +126,11 @@ export type ScreenSessions = 'per-candidate' | 'shared';
  */
 export interface CostModel {
   overheadPerArm: number;
+  /**
+   * The per-arm overhead of a session of `arms` arms, where it was measured as a function of them
+   * (bench:verdict --overhead-only: a session's start is shared by its arms); absent: overheadPerArm.
+   */
+  overheadFor?: (arms: number) => number;
   /** Accelerator seconds of one arm-round, to print per hour. */
   armRoundSeconds: number;
   /** How the screen is measured and paid for; absent: 'per-candidate', the loop's. */
@@ -143,7 +148,7 @@ export const DEFAULT_COST: CostModel = {
 };
 
 export function sessionCost(cost: CostModel, arms: number, rounds: number): number {
-  return rounds === 0 ? 0 : arms * (cost.overheadPerArm + rounds);
+  return rounds === 0 ? 0 : arms * ((cost.overheadFor?.(arms) ?? cost.overheadPerArm) + rounds);
 }
 
 /**
