@@ -65,12 +65,9 @@ const TRIED_BARS = [0.01, 0.02, 0.03];
 const RACE_KS = [1, 2, 3, 4];
 /** The screens the race is set against, all in shared sessions. */
 const RACE_SCREENS: readonly { name: string; screen: ScreenPolicy }[] = [
-  {
-    name: `race ${LOOP_SCREEN.rounds}→${LOOP_SCREEN.maxRounds ?? LOOP_SCREEN.rounds} rounds (the loop's)`,
-    screen: LOOP_SCREEN,
-  },
-  { name: 'one session of 1 round (the loop before the race)', screen: { rounds: 1, bar: 0.02 } },
-  { name: 'one session of 3 rounds, no race', screen: { rounds: 3, bar: 0.02 } },
+  { name: 'race 3→6 rounds', screen: { rounds: 3, maxRounds: 6, bar: 0.02 } },
+  { name: 'one session of 1 round (the loop before issue 36)', screen: { rounds: 1, bar: 0.02 } },
+  { name: "one session of 3 rounds, no race (the loop's)", screen: LOOP_SCREEN },
 ];
 const RACE_NOISES: readonly { name: string; noise: RoundNoise }[] = [
   { name: 'measured noise (paired CV 1%)', noise: MEASURED_NOISE },

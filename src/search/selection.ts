@@ -57,7 +57,7 @@ export interface SearchPolicy {
 /** The design `npm run bench:search` measures (docs/search.md says what else was tried). */
 export const DEFAULT_SEARCH_POLICY: SearchPolicy = {
   candidates: 4,
-  screen: { rounds: 3, maxRounds: 6, bar: 0.02 },
+  screen: { rounds: 3, maxRounds: 3, bar: 0.02 },
   full: DEFAULT_SEQUENTIAL_POLICY,
 };
 

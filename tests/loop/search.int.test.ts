@@ -61,7 +61,7 @@ describe('an iteration with three candidates (loop.candidates: 3)', () => {
       /^screen \d\.\d{4} \[\d\.\d{4}, \d\.\d{4}\] over 3 rounds: (interval wholly below 1\.2000|candidate 3 ahead by \d\.\d{4} .*) at look 1: dropped/,
     );
     expect(second!.screen!.droppedBy).toBeDefined();
-    expect(third!.search!.race).toMatchObject({ ending: 'separated', maxRounds: 6 });
+    expect(third!.search!.race).toMatchObject({ ending: 'separated', maxRounds: 3 });
     expect(second!.screen!.sessions).toHaveLength(1);
     expect(second!.measurement).toBeUndefined();
     // One machine: the two candidates that passed their gates were screened in one session with the

@@ -165,10 +165,10 @@ describe('replaySequential', () => {
 });
 
 describe('DEFAULT_SEARCH_POLICY', () => {
-  it('is the design bench:search measures: k = 4, a race of 3 to 6 rounds at +2%, the loop rule for the winner', () => {
+  it('is the design bench:search measures: k = 4, one 3-round screening session at +2% (no race), the loop rule for the winner', () => {
     expect(DEFAULT_SEARCH_POLICY).toEqual({
       candidates: 4,
-      screen: { rounds: 3, maxRounds: 6, bar: 0.02 },
+      screen: { rounds: 3, maxRounds: 3, bar: 0.02 },
       full: DEFAULT_SEQUENTIAL_POLICY,
     });
   });

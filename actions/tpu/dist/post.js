@@ -34937,8 +34937,8 @@ var hillclimb_schema_default = {
           type: "integer",
           minimum: 1,
           maximum: 50,
-          default: 6,
-          description: "The screen's round budget: while its leader is not separated from another candidate by a paired interval, the champion and the candidates still in the race get another session of screen_rounds rounds, until they have been timed this many (then the leader is chosen on its estimate). Shared screens only (search.shared_screen); a session per candidate keeps screen_rounds. 6 (two sessions at the default screen_rounds): the second look's t quantile (5 degrees of freedom) lets a clear leader separate, and the race also stops at a look where no candidate's estimate reaches the bar; 9 cost more and gained less in npm run bench:search, which also shows that at its prior the race ranks better on a busy machine but gains less per accelerator-hour than a single 1-round session (docs/search.md). Set it to screen_rounds for one session and no race. At least screen_rounds."
+          default: 3,
+          description: "The screen's round budget: while its leader is not separated from another candidate by a paired interval, the champion and the candidates still in the race get another session of screen_rounds rounds, until they have been timed this many (then the leader is chosen on its estimate). Shared screens only (search.shared_screen); a session per candidate keeps screen_rounds. 3 (the default, equal to screen_rounds): one 3-round session ranked by the same intervals at one look, no race; at the shared-session overhead bench:verdict measured it gave 1.60x one lineage's true gain per accelerator-hour at k = 3 (npm run bench:search), where racing up to 6 gave 1.45x and a 1-round screen 1.98x (which ranks on one round the noise cannot resolve: on a busy machine it sends the best of k to the full comparison far less often). Raise it (e.g. 6) to race where sessions are cheap against the full comparison. At least screen_rounds."
         },
         shared_screen: {
           type: "boolean",
