@@ -92,6 +92,9 @@ describe('the agent tools on the GDN kernel', { timeout: 900_000 }, () => {
         'targets.gdn.correctness.cpu.command': SMOKE_SUITE,
         // Not what this file proves, and the champion's profile for the prompt is most of a minute.
         'targets.gdn.profile': undefined,
+        // The kernel's programs alone: the model's training step (the demo's test exports it) would
+        // add the costliest program to every export and verifier session here.
+        'targets.gdn.programs.args': ['--preset', 'tiny'],
         ...agent,
       },
     });
