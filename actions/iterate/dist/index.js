@@ -71492,7 +71492,8 @@ function searchSection(evidence) {
   const k = search.candidates.length;
   const heading = `#### Search: ${plural(k, "candidate")}, ${measuredInFull(search)}`;
   const race = search.race;
-  const screened = race ? `screened against the champion in sessions of ${plural(search.screenRounds, "paired round")}, raced up to ${plural(race.maxRounds, "round")}: after each session a candidate was dropped when its interval against the champion lay wholly below ${formatRatio(search.threshold)}, or the leader's interval over it lay wholly above 1 (${confidenceText(race.confidence)} per look); the rest got another session` : `screened against the champion (${plural(search.screenRounds, "paired round")})`;
+  const dropRule = (when) => `${when} a candidate was dropped when its interval against the champion lay wholly below ${formatRatio(search.threshold)}, or the leader's interval over it lay wholly above 1`;
+  const screened = !race ? `screened against the champion (${plural(search.screenRounds, "paired round")})` : race.maxRounds > search.screenRounds ? `screened against the champion in sessions of ${plural(search.screenRounds, "paired round")}, raced up to ${plural(race.maxRounds, "round")}: ${dropRule("after each session")} (${confidenceText(race.confidence)} per look); the rest got another session` : search.screenRounds >= 2 ? `screened against the champion in one session of ${plural(search.screenRounds, "paired round")}: ${dropRule("after it")} (${confidenceText(race.confidence)} intervals)` : `screened against the champion in one session of 1 round (no interval: ranked on its estimate)`;
   const rule = `Every candidate that passed its gates was ${screened}; only the best one at or above ${formatRatio(search.threshold)} was measured in full, on fresh rounds (the next best too when one ended invalid, no-op or error before the comparison's first look, having said nothing about its effect). The verdict and every number of the full comparison come from those rounds alone: the best of several noisy screens overstates its own effect, so a screening round is never evidence.`;
   const outcome = raceOutcome(search);
   return [
@@ -71512,16 +71513,18 @@ function raceOutcome(search) {
   const race = search.race;
   const picked = search.candidates.find((c3) => c3.slot === (search.measured?.[0] ?? search.winner));
   if (!race || !picked || picked.estimate === null) return void 0;
-  if (race.ending === "alone") return `One candidate was screened: the race had no one to separate it from.`;
+  const raced = race.maxRounds > search.screenRounds;
+  const the = raced ? "the race" : "the screen";
+  if (race.ending === "alone") return `One candidate was screened: ${the} had no one to separate it from.`;
   if (race.ending === "below-bar") {
-    return `No candidate's estimate reached ${formatRatio(search.threshold)} at a look of the race (${plural(picked.rounds ?? 0, "round")}): more rounds would not have made a winner likely.`;
+    return `No candidate's estimate reached ${formatRatio(search.threshold)} at a look of ${the} (${plural(picked.rounds ?? 0, "round")}): more rounds would not have made a winner likely.`;
   }
   if (race.ending === "separated") {
-    return `The race separated candidate ${picked.slot} from every other candidate: each was dropped by an interval.`;
+    return `${raced ? "The race" : "The screen"} separated candidate ${picked.slot} from every other candidate: each was dropped by an interval.`;
   }
   const runnerUp = search.candidates.filter((c3) => c3 !== picked && c3.estimate !== null && c3.rounds === picked.rounds).sort((x, y) => y.estimate - x.estimate)[0];
   const behind = runnerUp ? `, not separated from candidate ${runnerUp.slot} (${formatRatio(runnerUp.estimate)})` : "";
-  return `Candidate ${picked.slot} was chosen on its estimate at the round budget (${plural(race.maxRounds, "round")})${behind}: the screen could not tell them apart, and the full comparison decides.`;
+  return `Candidate ${picked.slot} was chosen on its estimate ${raced ? "at the round budget" : "after the one session"} (${plural(race.maxRounds, "round")})${behind}: the screen could not tell them apart, and the full comparison decides.`;
 }
 var confidenceText = (c3) => `${(c3 * 100).toFixed(2).replace(/\.?0+$/, "")}%`;
 function candidateCells(row, evidence) {

@@ -218,6 +218,12 @@ export async function screenTogether(
         if (existsSync(lead.bundle.path(f))) cpSync(lead.bundle.path(f), env.bundle.path(f));
       }
     }
+    if (mine.failure) {
+      // Every arm runs in one process here: another candidate's programs (their memory, a stray write)
+      // can make this one fail. Only a session of its own may call it invalid.
+      out.set(env, { alone: `its programs failed in the shared session: ${mine.failure.slice(0, 300)}` });
+      continue;
+    }
     const ended = candidateVerdict(mine, s.sameAsFirst.includes(arm), programs, 'screened');
     if (ended) {
       out.set(env, { ended });

@@ -64,6 +64,8 @@ def export(args) -> int:
     slow = getattr(kernel, "SLOW_VERIFY_S", 0)
     if slow:
         program["verify_delay_s"] = slow  # the verifier takes this long before it checks: the suite fails first
+    if getattr(kernel, "FAIL_WITH_RIVALS", False):
+        program["fail_with_rivals"] = True  # what another arm's programs can do to it in one process
     crash = getattr(kernel, "CRASH_VERIFIER", False)
     if crash:
         program["crash_verifier"] = crash  # True: in every session; "measure": in measurements only
@@ -199,6 +201,8 @@ def verify(args) -> int:
         sha, program, failure = load(folder, args.mode)
         if failure is None:
             failure = verify_program(program, seed)
+        if failure is None and program.get("fail_with_rivals") and len(arms) > 2:
+            failure = f"{KEY}: fwd_bwd o [input set n1]: failed beside {len(arms) - 1} other arm(s)"
         loaded[name] = program
         doc["arms"][name] = {"programs": {KEY: sha} if sha else {}, "verified": failure is None,
                              "failure": failure, "compile_ms": {}, "errors": {}}
