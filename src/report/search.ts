@@ -25,12 +25,18 @@ export function searchSection(evidence: IterationEvidence): string | undefined {
   const k = search.candidates.length;
   const heading = `#### Search: ${plural(k, 'candidate')}, ${measuredInFull(search)}`;
   const race = search.race;
-  const screened = race
-    ? `screened against the champion in sessions of ${plural(search.screenRounds, 'paired round')}, raced up to ` +
-      `${plural(race.maxRounds, 'round')}: after each session a candidate was dropped when its interval ` +
-      `against the champion lay wholly below ${formatRatio(search.threshold)}, or the leader's interval over ` +
-      `it lay wholly above 1 (${confidenceText(race.confidence)} per look); the rest got another session`
-    : `screened against the champion (${plural(search.screenRounds, 'paired round')})`;
+  const dropRule = (when: string) =>
+    `${when} a candidate was dropped when its interval against the champion lay wholly below ` +
+    `${formatRatio(search.threshold)}, or the leader's interval over it lay wholly above 1`;
+  const screened = !race
+    ? `screened against the champion (${plural(search.screenRounds, 'paired round')})`
+    : race.maxRounds > search.screenRounds
+      ? `screened against the champion in sessions of ${plural(search.screenRounds, 'paired round')}, raced up to ` +
+        `${plural(race.maxRounds, 'round')}: ${dropRule('after each session')} (${confidenceText(race.confidence)} per look); the rest got another session`
+      : search.screenRounds >= 2
+        ? `screened against the champion in one session of ${plural(search.screenRounds, 'paired round')}: ` +
+          `${dropRule('after it')} (${confidenceText(race.confidence)} intervals)`
+        : `screened against the champion in one session of 1 round (no interval: ranked on its estimate)`;
   const rule =
     `Every candidate that passed its gates was ${screened}; ` +
     `only the best one at or above ${formatRatio(search.threshold)} was measured in full, on fresh rounds ` +
@@ -60,12 +66,14 @@ export function raceOutcome(search: NonNullable<IterationEvidence['search']>): s
   const race = search.race;
   const picked = search.candidates.find((c) => c.slot === (search.measured?.[0] ?? search.winner));
   if (!race || !picked || picked.estimate === null) return undefined;
-  if (race.ending === 'alone') return `One candidate was screened: the race had no one to separate it from.`;
+  const raced = race.maxRounds > search.screenRounds;
+  const the = raced ? 'the race' : 'the screen';
+  if (race.ending === 'alone') return `One candidate was screened: ${the} had no one to separate it from.`;
   if (race.ending === 'below-bar') {
-    return `No candidate's estimate reached ${formatRatio(search.threshold)} at a look of the race (${plural(picked.rounds ?? 0, 'round')}): more rounds would not have made a winner likely.`;
+    return `No candidate's estimate reached ${formatRatio(search.threshold)} at a look of ${the} (${plural(picked.rounds ?? 0, 'round')}): more rounds would not have made a winner likely.`;
   }
   if (race.ending === 'separated') {
-    return `The race separated candidate ${picked.slot} from every other candidate: each was dropped by an interval.`;
+    return `${raced ? 'The race' : 'The screen'} separated candidate ${picked.slot} from every other candidate: each was dropped by an interval.`;
   }
   const runnerUp = search.candidates
     .filter((c) => c !== picked && c.estimate !== null && c.rounds === picked.rounds)
@@ -74,7 +82,7 @@ export function raceOutcome(search: NonNullable<IterationEvidence['search']>): s
     ? `, not separated from candidate ${runnerUp.slot} (${formatRatio(runnerUp.estimate!)})`
     : '';
   return (
-    `Candidate ${picked.slot} was chosen on its estimate at the round budget (${plural(race.maxRounds, 'round')})${behind}: ` +
+    `Candidate ${picked.slot} was chosen on its estimate ${raced ? 'at the round budget' : 'after the one session'} (${plural(race.maxRounds, 'round')})${behind}: ` +
     'the screen could not tell them apart, and the full comparison decides.'
   );
 }

@@ -115,7 +115,9 @@ describe('an iteration with three candidates (loop.candidates: 3)', () => {
     expect(comment).toMatch(
       /\| \*\*3\*\* \(this\) \| [^|]+ \| full comparison \| \d\.\d{3}× \[\d\.\d{3}×, \d\.\d{3}×\] \| 3 \| improved \|/,
     );
-    expect(comment).toContain('The race separated candidate 3 from every other candidate');
+    expect(comment).toContain('The screen separated candidate 3 from every other candidate');
+    expect(comment).toContain('in one session of 3 paired rounds: after it a candidate was dropped');
+    expect(comment).not.toContain('raced up to');
     // Losers are never pushed.
     const branches = gitIn(repo, 'branch', '--list', '--format=%(refname:short)');
     for (const loser of result.iterations[0]!.candidates!.slice(0, 2)) {
