@@ -34,7 +34,6 @@ import {
   EM_DASH,
   formatDuration,
   formatRatio,
-  formatRatioWithCi,
   formatTime,
   oneLine,
   plural,
@@ -52,7 +51,7 @@ import {
 } from './hotspots.js';
 import { kernelLine, modelLine, shareLine } from './levels.js';
 import { agentQuote, code, inert, inertAround } from './markdown.js';
-import { measuredInFull, raceOutcome } from './search.js';
+import { measuredInFull, raceOutcome, screenEstimateText } from './search.js';
 
 /**
  * Bump whenever harnessLines, entryHeading or the digest change: lint then reports entries written
@@ -223,22 +222,18 @@ export function harnessLines(evidence: IterationEvidence, evidencePath: string):
   }
   const search = evidence.search;
   if (search) {
+    const outcome = raceOutcome(search);
     add(
       'Search',
       search.winner === null
         ? `${plural(search.candidates.length, 'candidate')}; none survived its gates and the screen`
         : `${plural(search.candidates.length, 'candidate')}; ${measuredInFull(search)}, on fresh rounds` +
-            (raceOutcome(search) ? `. ${raceOutcome(search)}` : ''),
+            (outcome ? `. ${outcome}` : ''),
     );
   }
   const screen = evidence.screen;
   if (screen) {
-    const estimate =
-      screen.estimate === null
-        ? 'no usable estimate'
-        : screen.interval
-          ? formatRatioWithCi(screen.estimate, screen.interval)
-          : formatRatio(screen.estimate);
+    const estimate = screenEstimateText(screen.estimate, screen.interval, 'no usable estimate');
     const bar = search ? ` (bar ${formatRatio(search.threshold)})` : '';
     const self = evidence.slot?.index;
     const outcome =

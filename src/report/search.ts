@@ -89,18 +89,23 @@ export function raceOutcome(search: NonNullable<IterationEvidence['search']>): s
 
 const confidenceText = (c: number): string => `${(c * 100).toFixed(2).replace(/\.?0+$/, '')}%`;
 
+/** A screening estimate with its interval where the screen had one; `none` when it has no estimate. */
+export function screenEstimateText(
+  estimate: number | null,
+  interval: { lo: number; hi: number } | null | undefined,
+  none: string,
+): string {
+  if (estimate === null) return none;
+  return interval ? formatRatioWithCi(estimate, interval) : formatRatio(estimate);
+}
+
 function candidateCells(row: SearchCandidateRow, evidence: IterationEvidence): string[] {
   const self = row.slot === evidence.slot?.index;
   // This record's own verdict is the latest word on it (the winner's is decided after the table).
   const verdict = self ? (evidence.verdict ?? row.verdict) : row.verdict;
   const reason = self ? (evidence.verdictReasons[0] ?? row.reason) : row.reason;
   const name = self ? `**${row.slot}** (this)` : String(row.slot);
-  const screen =
-    row.estimate === null
-      ? '—'
-      : row.interval
-        ? formatRatioWithCi(row.estimate, row.interval)
-        : formatRatio(row.estimate);
+  const screen = screenEstimateText(row.estimate, row.interval, '—');
   return [
     name,
     row.subject === null ? '—' : cell(row.subject),

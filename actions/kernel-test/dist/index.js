@@ -71518,12 +71518,16 @@ function raceOutcome(search) {
   return `Candidate ${picked.slot} was chosen on its estimate ${raced ? "at the round budget" : "after the one session"} (${plural(race.maxRounds, "round")})${behind}: the screen could not tell them apart, and the full comparison decides.`;
 }
 var confidenceText = (c3) => `${(c3 * 100).toFixed(2).replace(/\.?0+$/, "")}%`;
+function screenEstimateText(estimate, interval, none) {
+  if (estimate === null) return none;
+  return interval ? formatRatioWithCi(estimate, interval) : formatRatio(estimate);
+}
 function candidateCells(row, evidence) {
   const self2 = row.slot === evidence.slot?.index;
   const verdict = self2 ? evidence.verdict ?? row.verdict : row.verdict;
   const reason = self2 ? evidence.verdictReasons[0] ?? row.reason : row.reason;
   const name = self2 ? `**${row.slot}** (this)` : String(row.slot);
-  const screen2 = row.estimate === null ? "\u2014" : row.interval ? formatRatioWithCi(row.estimate, row.interval) : formatRatio(row.estimate);
+  const screen2 = screenEstimateText(row.estimate, row.interval, "\u2014");
   return [
     name,
     row.subject === null ? "\u2014" : cell(row.subject),
@@ -72050,14 +72054,15 @@ function harnessLines(evidence, evidencePath) {
   }
   const search = evidence.search;
   if (search) {
+    const outcome = raceOutcome(search);
     add(
       "Search",
-      search.winner === null ? `${plural(search.candidates.length, "candidate")}; none survived its gates and the screen` : `${plural(search.candidates.length, "candidate")}; ${measuredInFull(search)}, on fresh rounds` + (raceOutcome(search) ? `. ${raceOutcome(search)}` : "")
+      search.winner === null ? `${plural(search.candidates.length, "candidate")}; none survived its gates and the screen` : `${plural(search.candidates.length, "candidate")}; ${measuredInFull(search)}, on fresh rounds` + (outcome ? `. ${outcome}` : "")
     );
   }
   const screen2 = evidence.screen;
   if (screen2) {
-    const estimate = screen2.estimate === null ? "no usable estimate" : screen2.interval ? formatRatioWithCi(screen2.estimate, screen2.interval) : formatRatio(screen2.estimate);
+    const estimate = screenEstimateText(screen2.estimate, screen2.interval, "no usable estimate");
     const bar = search ? ` (bar ${formatRatio(search.threshold)})` : "";
     const self2 = evidence.slot?.index;
     const outcome = search?.role === "winner" ? (search.measured?.length ?? 1) > 1 ? "the best left; measured in full" : "the best; measured in full" : self2 !== void 0 && search?.measured?.includes(self2) ? `measured in full, then candidate ${search.winner}` : screen2.droppedBy?.kind === "below-bar" ? "interval wholly below the bar: dropped" : screen2.droppedBy?.kind === "behind" ? `separated behind candidate ${screen2.droppedBy.leader}: dropped` : !screen2.survived ? "below the bar: dropped" : search?.winner != null ? `behind candidate ${search.winner}` : "not measured in full";
