@@ -4,7 +4,7 @@
 // chosen on its estimate at the budget. The run is interrupted as the second session starts and
 // resumed: the race goes on from the rounds in the records, and the session files stay whole.
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listLocalPulls, showLocalPull } from '../../src/forge/local-reader.js';
@@ -101,5 +101,57 @@ describe('a screen that needs a second session to rank (the race), interrupted a
       /Candidate \d was chosen on its estimate at the round budget \(6 rounds\), not separated from candidate \d/,
     );
     expect(comment).toMatch(/\| \d\.\d{3}× \[\d\.\d{3}×, \d\.\d{3}×\] \| 6 \| screened-out \|/);
+  });
+});
+
+// The review of the race: a later session that pins a verdict on one contender (here its programs on
+// disk are no longer the ones its gate verified) must end that candidate, not only the race — it once
+// stayed unjudged and could still be chosen on its first session's rounds.
+describe('a contender that a later session of the race finds invalid', () => {
+  const t = tempDir('hc-search-race-invalid-');
+  const repo = join(t.dir, 'repo');
+  let result: LoopResult;
+  const lines: string[] = [];
+
+  beforeAll(async () => {
+    process.env.HILLCLIMB_PYTHON = execFileSync('sh', ['-c', 'command -v python3'], {
+      encoding: 'utf8',
+    }).trim();
+    makeToyRepo(repo, [
+      { ...faster, name: '0001-shorter-delay' },
+      { ...fasterToo, name: '0001.2-shorter-delay-documented' },
+    ]);
+    let tampered = false;
+    result = await runLoop({
+      configFile: join(repo, 'hillclimb.yml'),
+      overrides: { 'loop.iterations': 1, 'loop.candidates': 2, 'search.screen_max_rounds': 6 },
+      logger: memoryLogger(),
+      sleep: noSleep,
+      progress: (l) => {
+        lines.push(l);
+        if (tampered || !l.includes('(session 2 of the race)')) return;
+        // Candidate 2's kept program, rewritten between the sessions (the session reads it next).
+        const runs = join(repo, '.hillclimb', 'runs');
+        const bundle = join(runs, readdirSync(runs)[0]!, 'i001-c2');
+        const program = join(bundle, 'programs', 'B-cpu', 'fwd_bwd_toy.jaxexport');
+        writeFileSync(program, `${readFileSync(program, 'utf8')} `);
+        tampered = true;
+      },
+    });
+  }, 300_000);
+  afterAll(t.cleanup);
+
+  it('is recorded invalid, leaves the race, and the other contender goes on alone', () => {
+    const [iteration] = result.iterations;
+    const [first, second] = iteration!.candidates!.map((c) => c.evidence);
+    expect(second!.verdict).toBe('invalid');
+    expect(second!.verdictReasons[0]).toMatch(/the programs screened are not the ones the gate verified/);
+    expect(second!.search?.role).not.toBe('winner');
+    // Its screen keeps the first session's rounds only; the other's has both sessions, paired.
+    expect(second!.screen!.sessions).toHaveLength(1);
+    expect(first!.screen!.rounds).toBe(6);
+    expect(first!.search!.role).toBe('winner');
+    expect(['improved', 'no-change']).toContain(first!.verdict);
+    expect(lines.some((l) => /screen session 2 → invalid/.test(l))).toBe(true);
   });
 });

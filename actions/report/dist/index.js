@@ -88315,7 +88315,7 @@ async function screenAndSelect(ctx, bundles, journal, say) {
   let screened;
   let result;
   for (; ; ) {
-    screened = survivors.map((b) => ({ b, ev: b.load() })).filter(({ ev }) => ev.screen);
+    screened = survivors.map((b) => ({ b, ev: b.load() })).filter(({ ev }) => ev.screen && ev.verdict === void 0);
     result = rankScreens(screened, ctx.target.bench.metric.direction, policy);
     if (!result.next) break;
     const contenders = screened.filter(({ ev }) => result.next.ids.includes(String(ev.slot.index)));
@@ -88500,13 +88500,24 @@ async function raceSession(ctx, contenders, rounds, platform3, say, number) {
     return `session ${number} could not run (${errorMessage(e)})`;
   }
   const parts = envs.map(({ b, env }) => ({ b, env, outcome: outcomes.get(env) }));
-  for (const { env, outcome } of parts) {
+  for (const { b, env, outcome } of parts) {
+    if (!outcome || !("ended" in outcome) || outcome.ended.status !== "verdict") continue;
+    env.ev.verdict = outcome.ended.verdict;
+    env.ev.verdictReasons = outcome.ended.reasons;
+    env.ev.stoppedAt = "measure";
+    b.save(env.ev);
+    env.ctx.progress(
+      `screen session ${number} \u2192 ${outcome.ended.verdict}: ${outcome.ended.reasons[0] ?? ""}`
+    );
+  }
+  const rest2 = parts.filter(({ env }) => env.ev.verdict === void 0);
+  for (const { env, outcome } of rest2) {
     if (!outcome || !("screened" in outcome)) {
-      const why = !outcome ? "no outcome" : "alone" in outcome ? outcome.alone : outcome.ended.status === "verdict" ? `${outcome.ended.verdict}: ${outcome.ended.reasons[0] ?? ""}` : outcome.ended.status;
+      const why = !outcome ? "no outcome" : "alone" in outcome ? outcome.alone : outcome.ended.status;
       return `session ${number} did not time candidate ${env.ev.slot.index} (${why})`;
     }
   }
-  for (const { b, env, outcome } of parts) {
+  for (const { b, env, outcome } of rest2) {
     const { session: session2, a: a2, b: values } = outcome.screened;
     env.ev.screen = appendScreen(env.ev.screen, session2, a2, values);
     b.save(env.ev);

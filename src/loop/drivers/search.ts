@@ -236,7 +236,10 @@ export async function screenAndSelect(
   let screened: Array<{ b: Bundle; ev: IterationEvidence }>;
   let result: ScreenResult;
   for (;;) {
-    screened = survivors.map((b) => ({ b, ev: b.load() })).filter(({ ev }) => ev.screen);
+    // A candidate a later session of the race ended (its verdict recorded) is ranked no more.
+    screened = survivors
+      .map((b) => ({ b, ev: b.load() }))
+      .filter(({ ev }) => ev.screen && ev.verdict === undefined);
     result = rankScreens(screened, ctx.target.bench.metric.direction, policy);
     if (!result.next) break;
     const contenders = screened.filter(({ ev }) => result.next!.ids.includes(String(ev.slot!.index)));
@@ -510,19 +513,26 @@ async function raceSession(
     return `session ${number} could not run (${errorMessage(e)})`;
   }
   const parts = envs.map(({ b, env }) => ({ b, env, outcome: outcomes.get(env) }));
-  for (const { env, outcome } of parts) {
+  // A verdict the session pins on one candidate (its programs are not the ones its gate verified)
+  // ends that candidate: recorded, it leaves the race, and the others' rounds stay paired without it.
+  for (const { b, env, outcome } of parts) {
+    if (!outcome || !('ended' in outcome) || outcome.ended.status !== 'verdict') continue;
+    env.ev.verdict = outcome.ended.verdict;
+    env.ev.verdictReasons = outcome.ended.reasons;
+    env.ev.stoppedAt = 'measure';
+    b.save(env.ev);
+    env.ctx.progress(
+      `screen session ${number} → ${outcome.ended.verdict}: ${outcome.ended.reasons[0] ?? ''}`,
+    );
+  }
+  const rest = parts.filter(({ env }) => env.ev.verdict === undefined);
+  for (const { env, outcome } of rest) {
     if (!outcome || !('screened' in outcome)) {
-      const why = !outcome
-        ? 'no outcome'
-        : 'alone' in outcome
-          ? outcome.alone
-          : outcome.ended.status === 'verdict'
-            ? `${outcome.ended.verdict}: ${outcome.ended.reasons[0] ?? ''}`
-            : outcome.ended.status;
+      const why = !outcome ? 'no outcome' : 'alone' in outcome ? outcome.alone : outcome.ended.status;
       return `session ${number} did not time candidate ${env.ev.slot!.index} (${why})`;
     }
   }
-  for (const { b, env, outcome } of parts) {
+  for (const { b, env, outcome } of rest) {
     const { session, a, b: values } = (outcome as { screened: SharedRounds }).screened;
     env.ev.screen = appendScreen(env.ev.screen!, session, a, values);
     b.save(env.ev);
