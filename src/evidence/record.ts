@@ -376,6 +376,8 @@ export interface SearchCandidateRow {
   /** Its screen's interval and rounds (ScreenEvidence); absent in records written before the race. */
   interval?: Interval | null;
   rounds?: number;
+  /** How an interval dropped it from the screen (ScreenEvidence.droppedBy's kind); absent when none did. */
+  dropped?: 'below-bar' | 'behind';
   reason: string;
 }
 
@@ -404,7 +406,13 @@ export interface SearchEvidence {
    * confidence of its intervals. Absent in a dry run, when nothing was screened,
    * and in records written before the race.
    */
-  race?: { ending: RaceEnding; confidence: number; maxRounds: number };
+  race?: {
+    ending: RaceEnding;
+    confidence: number;
+    maxRounds: number;
+    /** Why the race stopped before its budget (a session that failed or could not time every contender). */
+    cutShort?: string;
+  };
   candidates: SearchCandidateRow[];
 }
 

@@ -75,14 +75,18 @@ export function raceOutcome(search: NonNullable<IterationEvidence['search']>): s
   if (race.ending === 'separated') {
     return `${raced ? 'The race' : 'The screen'} separated candidate ${picked.slot} from every other candidate: each was dropped by an interval.`;
   }
+  // The runner-up: the best other candidate no interval dropped, timed for as many rounds.
   const runnerUp = search.candidates
-    .filter((c) => c !== picked && c.estimate !== null && c.rounds === picked.rounds)
+    .filter((c) => c !== picked && c.estimate !== null && c.rounds === picked.rounds && !c.dropped)
     .sort((x, y) => y.estimate! - x.estimate!)[0];
   const behind = runnerUp
     ? `, not separated from candidate ${runnerUp.slot} (${formatRatio(runnerUp.estimate!)})`
     : '';
+  const when = race.cutShort
+    ? `when the race was cut short after ${plural(race.maxRounds, 'round')} (${race.cutShort})`
+    : `${raced ? 'at the round budget' : 'after the one session'} (${plural(race.maxRounds, 'round')})`;
   return (
-    `Candidate ${picked.slot} was chosen on its estimate ${raced ? 'at the round budget' : 'after the one session'} (${plural(race.maxRounds, 'round')})${behind}: ` +
+    `Candidate ${picked.slot} was chosen on its estimate ${when}${behind}: ` +
     'the screen could not tell them apart, and the full comparison decides.'
   );
 }

@@ -184,11 +184,13 @@ export function replayRace(arms: readonly RaceArm[], schedule: RaceSchedule): Ra
       ? null
       : arms.length <= 1
         ? 'alone'
-        : contenders.length <= 1
-          ? 'separated'
-          : futile
-            ? 'below-bar'
-            : 'budget',
+        : contenders.length === 0
+          ? 'below-bar'
+          : contenders.length === 1
+            ? 'separated'
+            : futile
+              ? 'below-bar'
+              : 'budget',
     confidence,
     looks: looks.length,
   };

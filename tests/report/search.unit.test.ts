@@ -69,6 +69,23 @@ describe('the search table', () => {
     );
   });
 
+  it('names as the runner-up only a candidate no interval dropped, and says when the race was cut short', () => {
+    const s = search({
+      ending: 'budget',
+      confidence: 0.99444,
+      maxRounds: 6,
+      cutShort: 'session 3 could not run (the backend went away)',
+    });
+    // Candidate 1 was dropped behind the winner at the last look: it is no runner-up.
+    s.candidates[0] = { ...s.candidates[0]!, dropped: 'behind' };
+    s.candidates[2] = { ...s.candidates[2]!, estimate: 1.05, rounds: 6 };
+    expect(raceOutcome(s)).toBe(
+      'Candidate 2 was chosen on its estimate when the race was cut short after 6 rounds ' +
+        '(session 3 could not run (the backend went away)), not separated from candidate 3 (1.050×): ' +
+        'the screen could not tell them apart, and the full comparison decides.',
+    );
+  });
+
   it('says when the race separated the winner, and says nothing of a race for records before it', () => {
     expect(raceOutcome(search({ ending: 'separated', confidence: 0.99, maxRounds: 6 }))).toBe(
       'The race separated candidate 2 from every other candidate: each was dropped by an interval.',

@@ -116,6 +116,19 @@ describe('racing the screen', () => {
     expect(one.next).toEqual({ rounds: 1, ids: ['y', 'x'] });
   });
 
+  it('calls a race whose every candidate an interval dropped below the bar below-bar, not separated', () => {
+    const slower: ScreenMeasurement = {
+      champion: [100, 101, 99],
+      candidates: [
+        { id: 'x', values: [130, 131.5, 129] },
+        { id: 'y', values: [140, 141, 138.6] },
+      ],
+    };
+    const result = screenCandidates(slower, 'lower', { rounds: 3, maxRounds: 6, bar: 0.02 });
+    expect(result).toMatchObject({ next: null, ending: 'below-bar', winner: null });
+    expect(result.ranked.every((r) => r.droppedBy?.kind === 'below-bar')).toBe(true);
+  });
+
   it('ranks per-candidate sessions by the same rule, each against its own champion rounds', () => {
     const measurement: ScreenMeasurement = {
       champion: [],

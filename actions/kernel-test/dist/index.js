@@ -71513,9 +71513,10 @@ function raceOutcome(search) {
   if (race.ending === "separated") {
     return `${raced ? "The race" : "The screen"} separated candidate ${picked.slot} from every other candidate: each was dropped by an interval.`;
   }
-  const runnerUp = search.candidates.filter((c3) => c3 !== picked && c3.estimate !== null && c3.rounds === picked.rounds).sort((x, y) => y.estimate - x.estimate)[0];
+  const runnerUp = search.candidates.filter((c3) => c3 !== picked && c3.estimate !== null && c3.rounds === picked.rounds && !c3.dropped).sort((x, y) => y.estimate - x.estimate)[0];
   const behind = runnerUp ? `, not separated from candidate ${runnerUp.slot} (${formatRatio(runnerUp.estimate)})` : "";
-  return `Candidate ${picked.slot} was chosen on its estimate ${raced ? "at the round budget" : "after the one session"} (${plural(race.maxRounds, "round")})${behind}: the screen could not tell them apart, and the full comparison decides.`;
+  const when = race.cutShort ? `when the race was cut short after ${plural(race.maxRounds, "round")} (${race.cutShort})` : `${raced ? "at the round budget" : "after the one session"} (${plural(race.maxRounds, "round")})`;
+  return `Candidate ${picked.slot} was chosen on its estimate ${when}${behind}: the screen could not tell them apart, and the full comparison decides.`;
 }
 var confidenceText = (c3) => `${(c3 * 100).toFixed(2).replace(/\.?0+$/, "")}%`;
 function screenEstimateText(estimate, interval, none) {

@@ -71511,9 +71511,10 @@ function raceOutcome(search) {
   if (race.ending === "separated") {
     return `${raced ? "The race" : "The screen"} separated candidate ${picked.slot} from every other candidate: each was dropped by an interval.`;
   }
-  const runnerUp = search.candidates.filter((c3) => c3 !== picked && c3.estimate !== null && c3.rounds === picked.rounds).sort((x, y) => y.estimate - x.estimate)[0];
+  const runnerUp = search.candidates.filter((c3) => c3 !== picked && c3.estimate !== null && c3.rounds === picked.rounds && !c3.dropped).sort((x, y) => y.estimate - x.estimate)[0];
   const behind = runnerUp ? `, not separated from candidate ${runnerUp.slot} (${formatRatio(runnerUp.estimate)})` : "";
-  return `Candidate ${picked.slot} was chosen on its estimate ${raced ? "at the round budget" : "after the one session"} (${plural(race.maxRounds, "round")})${behind}: the screen could not tell them apart, and the full comparison decides.`;
+  const when = race.cutShort ? `when the race was cut short after ${plural(race.maxRounds, "round")} (${race.cutShort})` : `${raced ? "at the round budget" : "after the one session"} (${plural(race.maxRounds, "round")})`;
+  return `Candidate ${picked.slot} was chosen on its estimate ${when}${behind}: the screen could not tell them apart, and the full comparison decides.`;
 }
 var confidenceText = (c3) => `${(c3 * 100).toFixed(2).replace(/\.?0+$/, "")}%`;
 function screenEstimateText(estimate, interval, none) {
@@ -87840,7 +87841,7 @@ function replayRace(arms, schedule) {
     }),
     contenders,
     next: racing ? { rounds: Math.min(schedule.rounds, budgetLeft) } : null,
-    ending: racing ? null : arms.length <= 1 ? "alone" : contenders.length <= 1 ? "separated" : futile ? "below-bar" : "budget",
+    ending: racing ? null : arms.length <= 1 ? "alone" : contenders.length === 0 ? "below-bar" : contenders.length === 1 ? "separated" : futile ? "below-bar" : "budget",
     confidence,
     looks: looks.length
   };
@@ -88216,6 +88217,7 @@ async function screenAndSelect(ctx, bundles, journal, say) {
   };
   let screened;
   let result;
+  let cutShort;
   for (; ; ) {
     screened = survivors.map((b) => ({ b, ev: b.load() })).filter(({ ev }) => ev.screen && ev.verdict === void 0);
     result = rankScreens(screened, ctx.target.bench.metric.direction, policy);
@@ -88227,6 +88229,7 @@ async function screenAndSelect(ctx, bundles, journal, say) {
       const have = Math.min(...contenders.map(({ ev }) => ev.screen.rounds));
       ctx.progress(`screen: the race ends after ${have} rounds: ${stopped}`);
       policy.maxRounds = have;
+      cutShort = stopped;
     }
   }
   const winner = result.winner === null ? null : Number(result.winner);
@@ -88255,7 +88258,8 @@ async function screenAndSelect(ctx, bundles, journal, say) {
   const race = result.ending === null ? void 0 : {
     ending: result.ending,
     confidence: result.confidence,
-    maxRounds: policy.maxRounds ?? policy.rounds
+    maxRounds: policy.maxRounds ?? policy.rounds,
+    ...cutShort ? { cutShort } : {}
   };
   recordSearch(ctx, bundles, winner, threshold, void 0, race);
   ctx.progress(
@@ -88438,6 +88442,7 @@ function searchRow(ev, measured2) {
     verdict: ev.verdict ?? null,
     estimate: ev.screen?.estimate ?? null,
     ...ev.screen ? { interval: ev.screen.interval ?? null, rounds: ev.screen.rounds } : {},
+    ...ev.screen?.droppedBy ? { dropped: ev.screen.droppedBy.kind } : {},
     reason: ev.verdictReasons[0] ?? ev.screen?.reason ?? ""
   };
 }

@@ -235,6 +235,7 @@ export async function screenAndSelect(
   };
   let screened: Array<{ b: Bundle; ev: IterationEvidence }>;
   let result: ScreenResult;
+  let cutShort: string | undefined;
   for (;;) {
     // A candidate a later session of the race ended (its verdict recorded) is ranked no more.
     screened = survivors
@@ -251,6 +252,7 @@ export async function screenAndSelect(
       const have = Math.min(...contenders.map(({ ev }) => ev.screen!.rounds));
       ctx.progress(`screen: the race ends after ${have} rounds: ${stopped}`);
       policy.maxRounds = have;
+      cutShort = stopped;
     }
   }
   const winner = result.winner === null ? null : Number(result.winner);
@@ -286,6 +288,7 @@ export async function screenAndSelect(
           ending: result.ending,
           confidence: result.confidence,
           maxRounds: policy.maxRounds ?? policy.rounds,
+          ...(cutShort ? { cutShort } : {}),
         };
   recordSearch(ctx, bundles, winner, threshold, undefined, race);
   ctx.progress(
@@ -563,6 +566,7 @@ function searchRow(ev: IterationEvidence, measured: readonly number[]): SearchCa
     verdict: ev.verdict ?? null,
     estimate: ev.screen?.estimate ?? null,
     ...(ev.screen ? { interval: ev.screen.interval ?? null, rounds: ev.screen.rounds } : {}),
+    ...(ev.screen?.droppedBy ? { dropped: ev.screen.droppedBy.kind } : {}),
     reason: ev.verdictReasons[0] ?? ev.screen?.reason ?? '',
   };
 }
