@@ -10,7 +10,7 @@
  * on the same champion would be refused unmeasured as a repeat of codex's (the novelty ledger).
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type IterationOutcome, runLoop } from '../../src/loop/drivers/run.js';
@@ -129,11 +129,23 @@ describe('the agent tools on the GDN kernel', { timeout: 900_000 }, () => {
       ['screen', false],
     ]);
     expect(it1.evidence.tools!.calls[0]!.answer).toMatch(/^check: failed verification on the CPU: /);
-    // What the model read after each call, in the request that followed it.
+    // The prompt told it of the tools; what it read after each call is in the request that followed.
+    expect(JSON.stringify(server.requests[0]!.body.input)).toContain(
+      "The harness's tools (MCP server `hillclimb`)",
+    );
     const sent = JSON.stringify(server.requests.map((q) => q.body.input));
     expect(sent).toContain('check: failed verification on the CPU');
     expect(sent).toContain('screen (advisory, never evidence)');
+    // Two trees (the cut series, the fix), and no answer became evidence: the iteration has no
+    // screen of its own, its gates and measurement are its own sessions.
+    const [check, screen] = it1.evidence.tools!.calls;
+    expect(check!.tree).not.toBe(screen!.tree);
+    expect(it1.evidence.screen).toBeUndefined();
     expectMeasuredFaster(it1);
+    // The comment counts the calls and says what they were.
+    expect(readFileSync(join(it1.bundleDir, 'report', 'comment.md'), 'utf8')).toMatch(
+      /#### Agent tools\n\nThe agent checked once, screened once \(2 distinct tree\(s\), [\d.]+ of \d+ machine-s\) before committing\. Their answers were advice to the agent, never evidence/,
+    );
   });
 
   it('claude: the same path through mcp__hillclimb__check and __screen ends improved', async () => {
@@ -184,5 +196,9 @@ describe('the agent tools on the GDN kernel', { timeout: 900_000 }, () => {
       false,
     );
     expect(it1.verdict).toBe('invalid');
+    expect(it1.evidence.tools).toBeUndefined();
+    // Neither the prompt nor codex's configuration named a tool server.
+    expect(JSON.stringify(server.requests[0]!.body.input)).not.toContain("The harness's tools");
+    expect(JSON.stringify(server.requests[0]!.body.input)).not.toContain('mcp__hillclimb');
   });
 });
