@@ -1,12 +1,14 @@
 // Issue 36 item 2: the screen races. Two candidates of the same real gain (the shorter delay, one with a
 // docstring so that their programs differ) cannot be separated by any interval, so after the first
 // shared session the race gives them a second one, up to search.screen_max_rounds, and the leader is
-// chosen on its estimate at the budget. The run is interrupted as the second session starts and
-// resumed: the race goes on from the rounds in the records, and the session files stay whole.
+// chosen on its estimate at the budget. The run is interrupted as the second session starts (and a kill
+// between its saves is staged: one record has it) and resumed: the race goes on from the rounds in the
+// records, and the session files stay whole.
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { IterationEvidence } from '../../src/evidence/index.js';
 import { listLocalPulls, showLocalPull } from '../../src/forge/local-reader.js';
 import { type LoopResult, runLoop } from '../../src/loop/drivers/run.js';
 import { memoryLogger } from '../../src/util/log.js';
@@ -56,6 +58,21 @@ describe('a screen that needs a second session to rank (the race), interrupted a
         if (l.includes('(session 2 of the race)')) controller.abort();
       },
     }).catch((e: unknown) => e);
+    // A hard kill between the saves of session 2 as well: candidate 1's record has it, candidate 2's
+    // not. The resumed race must cut it and run it again for both, or the rounds no longer pair.
+    const runs = join(repo, '.hillclimb', 'runs');
+    const record = join(runs, readdirSync(runs)[0]!, 'i001-c1', 'evidence.json');
+    const ev = JSON.parse(readFileSync(record, 'utf8')) as IterationEvidence;
+    const first = ev.screen!;
+    const session = first.sessions![0]!;
+    ev.screen = {
+      ...first,
+      rounds: 2 * first.rounds,
+      a: [...first.a, ...first.a],
+      b: [...first.b, ...first.b],
+      sessions: [session, { ...session, sessionFile: session.sessionFile.replace('shared', 'shared-2') }],
+    };
+    writeFileSync(record, JSON.stringify(ev));
     result = await runLoop({
       configFile,
       overrides,
@@ -91,6 +108,11 @@ describe('a screen that needs a second session to rank (the race), interrupted a
     const loser = [first!, second!].find((ev) => ev.verdict === 'screened-out')!;
     expect(loser.verdictReasons[0]).toMatch(/over 6 rounds ≥ 1\.2000, behind candidate \d/);
     expect(lines.filter((l) => l.includes('(session 2 of the race)'))).toHaveLength(2);
+    expect(lines).toContainEqual(
+      expect.stringMatching(
+        /the race's last session was recorded for candidate\(s\) 1 only before the run stopped: cut/,
+      ),
+    );
   });
 
   it('says in the PR comment that the winner was chosen on its estimate, not separated', () => {

@@ -88318,6 +88318,14 @@ async function screenAndSelect(ctx, bundles, journal, say) {
   let cutShort;
   for (; ; ) {
     screened = survivors.map((b) => ({ b, ev: b.load() })).filter(({ ev }) => ev.screen && ev.verdict === void 0);
+    const cut = cutPartialSession(screened, ctx.target.bench.metric.direction, policy);
+    if (cut.length > 0) {
+      for (const { b, ev } of cut) b.save(ev);
+      const slots = cut.map(({ ev }) => ev.slot.index).join(", ");
+      ctx.progress(
+        `screen: the race's last session was recorded for candidate(s) ${slots} only before the run stopped: cut, and run again for every contender`
+      );
+    }
     result = rankScreens(screened, ctx.target.bench.metric.direction, policy);
     if (!result.next) break;
     const contenders = screened.filter(({ ev }) => result.next.ids.includes(String(ev.slot.index)));
@@ -88472,6 +88480,34 @@ async function screenOnce(ctx, env, platform3, journal) {
   if (outcome.kind === "dry-run") return void 0;
   const r = outcome.result;
   return r?.status === "verdict" ? { verdict: r.verdict, reasons: r.reasons } : void 0;
+}
+function cutPartialSession(screened, direction, policy) {
+  const count3 = (ev) => ev.screen.sessions?.length ?? 1;
+  const last = Math.max(0, ...screened.map(({ ev }) => count3(ev)));
+  if (last < 2) return [];
+  const before = screened.map(({ ev }) => ({
+    ev: { ...ev, screen: count3(ev) === last ? dropLastSession(ev.screen) : ev.screen }
+  }));
+  const asked = rankScreens(before, direction, policy).next?.ids ?? [];
+  const timed = screened.filter(({ ev }) => asked.includes(String(ev.slot.index)));
+  if (timed.every(({ ev }) => count3(ev) === last)) return [];
+  const cut = screened.filter(({ ev }) => count3(ev) === last);
+  for (const { ev } of cut) ev.screen = dropLastSession(ev.screen);
+  return cut;
+}
+function dropLastSession(screen2) {
+  const sessions = screen2.sessions ?? [];
+  const dropped = sessions.at(-1);
+  if (sessions.length < 2 || !dropped) return screen2;
+  const rounds = screen2.rounds - dropped.rounds;
+  return {
+    ...screen2,
+    rounds,
+    a: screen2.a.slice(0, rounds),
+    b: screen2.b.slice(0, rounds),
+    durationMs: screen2.durationMs - dropped.durationMs,
+    sessions: sessions.slice(0, -1)
+  };
 }
 function rankScreens(screened, direction, policy) {
   return screenCandidates(

@@ -11,6 +11,7 @@
 import { join } from 'node:path';
 import type {
   IterationEvidence,
+  ScreenEvidence,
   SearchCandidateRow,
   SearchEvidence,
   StepName,
@@ -241,6 +242,14 @@ export async function screenAndSelect(
     screened = survivors
       .map((b) => ({ b, ev: b.load() }))
       .filter(({ ev }) => ev.screen && ev.verdict === undefined);
+    const cut = cutPartialSession(screened, ctx.target.bench.metric.direction, policy);
+    if (cut.length > 0) {
+      for (const { b, ev } of cut) b.save(ev);
+      const slots = cut.map(({ ev }) => ev.slot!.index).join(', ');
+      ctx.progress(
+        `screen: the race's last session was recorded for candidate(s) ${slots} only before the run stopped: cut, and run again for every contender`,
+      );
+    }
     result = rankScreens(screened, ctx.target.bench.metric.direction, policy);
     if (!result.next) break;
     const contenders = screened.filter(({ ev }) => result.next!.ids.includes(String(ev.slot!.index)));
@@ -464,6 +473,48 @@ async function screenOnce(
   if (outcome.kind === 'dry-run') return undefined;
   const r = outcome.result;
   return r?.status === 'verdict' ? { verdict: r.verdict, reasons: r.reasons } : undefined;
+}
+
+/**
+ * A race session written into some of its contenders' records and not the others' (the run was killed
+ * between the saves, raceSession): the rounds would no longer pair round for round. Which candidates
+ * that session timed is what the ranking over the sessions before it asked for; if any of them lacks it,
+ * it is cut from the ones that have it (their records are changed in place; the caller saves them), and
+ * the race runs it again. Returns the candidates it was cut from.
+ */
+function cutPartialSession(
+  screened: ReadonlyArray<{ b: Bundle; ev: IterationEvidence }>,
+  direction: Direction,
+  policy: ScreenPolicy,
+): Array<{ b: Bundle; ev: IterationEvidence }> {
+  const count = (ev: IterationEvidence) => ev.screen!.sessions?.length ?? 1;
+  const last = Math.max(0, ...screened.map(({ ev }) => count(ev)));
+  if (last < 2) return [];
+  const before = screened.map(({ ev }) => ({
+    ev: { ...ev, screen: count(ev) === last ? dropLastSession(ev.screen!) : ev.screen! },
+  }));
+  const asked = rankScreens(before, direction, policy).next?.ids ?? [];
+  const timed = screened.filter(({ ev }) => asked.includes(String(ev.slot!.index)));
+  if (timed.every(({ ev }) => count(ev) === last)) return [];
+  const cut = screened.filter(({ ev }) => count(ev) === last);
+  for (const { ev } of cut) ev.screen = dropLastSession(ev.screen!);
+  return cut;
+}
+
+/** A screen without its last session's rounds (a screen of one session is returned as it is). */
+function dropLastSession(screen: ScreenEvidence): ScreenEvidence {
+  const sessions = screen.sessions ?? [];
+  const dropped = sessions.at(-1);
+  if (sessions.length < 2 || !dropped) return screen;
+  const rounds = screen.rounds - dropped.rounds;
+  return {
+    ...screen,
+    rounds,
+    a: screen.a.slice(0, rounds),
+    b: screen.b.slice(0, rounds),
+    durationMs: screen.durationMs - dropped.durationMs,
+    sessions: sessions.slice(0, -1),
+  };
 }
 
 /** The ranking (and the race's next step) over every candidate's screen so far. */
