@@ -75,14 +75,25 @@ const OVERHEAD_ARMS = [2, 3, 4, 5];
 
 /**
  * `n` busy processes until stopped: even ones spin (the scheduler's share), odd ones multiply 512²
- * matrices with NumPy on one thread (caches and memory bandwidth too).
+ * matrices with NumPy on one thread (caches and memory bandwidth too). Each also stops once this
+ * process is gone: the bench runs synchronously, so a signal that ends it runs no handler of its own,
+ * and the load would otherwise go on loading the machine.
  */
 function startLoad(n: number, beside: string | undefined): ChildProcess[] {
+  const parent = process.pid;
   const again = beside
-    ? [spawn('bash', ['-c', `while true; do ${beside}; done`], { stdio: 'ignore', detached: true })]
+    ? [
+        spawn('bash', ['-c', `while kill -0 ${parent} 2>/dev/null; do ${beside}; done`], {
+          stdio: 'ignore',
+          detached: true,
+        }),
+      ]
     : [];
-  const spin = ['-e', 'for (;;) {}'];
-  const matmul = ['-c', 'import numpy as np\na = np.random.rand(512, 512)\nwhile True: a = (a @ a) / 512'];
+  const spin = ['-e', `for (;;) { if (process.ppid !== ${parent}) process.exit(0); }`];
+  const matmul = [
+    '-c',
+    `import os\nimport numpy as np\na = np.random.rand(512, 512)\nwhile os.getppid() == ${parent}: a = (a @ a) / 512`,
+  ];
   return [
     ...again,
     ...Array.from({ length: n }, (_, i) =>
