@@ -353,6 +353,11 @@ export interface ScreenEvidence {
    * overhead for all), this one included; absent when the candidate had a session of its own.
    */
   sharedWith?: number[];
+  /**
+   * Why the race ended before its budget for good (a contender a later session found invalid): the
+   * rounds it ended on and the reason, kept so that a resumed search does not race on.
+   */
+  raceCutShort?: { rounds: number; reason: string };
 }
 
 /** One screening session of a candidate's screen: its files, rounds and time. */
@@ -362,6 +367,8 @@ export interface ScreenSession {
   rounds: number;
   startedAt: string;
   durationMs: number;
+  /** A later session of the race: the slots it timed (absent for the first, and in older records). */
+  sharedWith?: number[];
 }
 
 /** One candidate of an iteration's search, as the winner's comment and every candidate's record show it. */

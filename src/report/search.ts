@@ -68,13 +68,6 @@ export function raceOutcome(search: NonNullable<IterationEvidence['search']>): s
   if (!race || !picked || picked.estimate === null) return undefined;
   const raced = race.maxRounds > search.screenRounds;
   const the = raced ? 'the race' : 'the screen';
-  if (race.ending === 'alone') return `One candidate was screened: ${the} had no one to separate it from.`;
-  if (race.ending === 'below-bar') {
-    return `No candidate's estimate reached ${formatRatio(search.threshold)} at a look of ${the} (${plural(picked.rounds ?? 0, 'round')}): more rounds would not have made a winner likely.`;
-  }
-  if (race.ending === 'separated') {
-    return `${raced ? 'The race' : 'The screen'} separated candidate ${picked.slot} from every other candidate: each was dropped by an interval.`;
-  }
   // The runner-up: the best other candidate no interval dropped, timed for as many rounds.
   const runnerUp = search.candidates
     .filter((c) => c !== picked && c.estimate !== null && c.rounds === picked.rounds && !c.dropped)
@@ -82,9 +75,20 @@ export function raceOutcome(search: NonNullable<IterationEvidence['search']>): s
   const behind = runnerUp
     ? `, not separated from candidate ${runnerUp.slot} (${formatRatio(runnerUp.estimate!)})`
     : '';
-  const when = race.cutShort
-    ? `when the race was cut short after ${plural(race.maxRounds, 'round')} (${race.cutShort})`
-    : `${raced ? 'at the round budget' : 'after the one session'} (${plural(race.maxRounds, 'round')})`;
+  if (race.cutShort) {
+    // Whatever the ranking made of the rounds it ended on, the race did not run its course.
+    const separated =
+      race.ending === 'separated' ? ', separated from every other candidate still in it' : behind;
+    return `The race was cut short after ${plural(race.maxRounds, 'round')} (${race.cutShort}): candidate ${picked.slot} was chosen on those rounds${separated}, and the full comparison decides.`;
+  }
+  if (race.ending === 'alone') return `One candidate was screened: ${the} had no one to separate it from.`;
+  if (race.ending === 'below-bar') {
+    return `No candidate's estimate reached ${formatRatio(search.threshold)} at a look of ${the} (${plural(picked.rounds ?? 0, 'round')}): more rounds would not have made a winner likely.`;
+  }
+  if (race.ending === 'separated') {
+    return `${raced ? 'The race' : 'The screen'} separated candidate ${picked.slot} from every other candidate: each was dropped by an interval.`;
+  }
+  const when = `${raced ? 'at the round budget' : 'after the one session'} (${plural(race.maxRounds, 'round')})`;
   return (
     `Candidate ${picked.slot} was chosen on its estimate ${when}${behind}: ` +
     'the screen could not tell them apart, and the full comparison decides.'

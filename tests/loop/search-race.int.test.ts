@@ -70,7 +70,11 @@ describe('a screen that needs a second session to rank (the race), interrupted a
       rounds: 2 * first.rounds,
       a: [...first.a, ...first.a],
       b: [...first.b, ...first.b],
-      sessions: [session, { ...session, sessionFile: session.sessionFile.replace('shared', 'shared-2') }],
+      // As raceSession appends it: with the slots the session timed.
+      sessions: [
+        session,
+        { ...session, sessionFile: session.sessionFile.replace('shared', 'shared-2'), sharedWith: [1, 2] },
+      ],
     };
     writeFileSync(record, JSON.stringify(ev));
     result = await runLoop({
@@ -175,5 +179,11 @@ describe('a contender that a later session of the race finds invalid', () => {
     expect(first!.search!.role).toBe('winner');
     expect(['improved', 'no-change']).toContain(first!.verdict);
     expect(lines.some((l) => /screen session 2 → invalid/.test(l))).toBe(true);
+    // The race ended there, and the comment says so (not "one candidate was screened").
+    expect(first!.search!.race).toMatchObject({ cutShort: 'candidate 2 ended invalid in session 2' });
+    const comment = readFileSync(join(iteration!.candidates![0]!.bundleDir, 'report', 'comment.md'), 'utf8');
+    expect(comment).toContain(
+      'The race was cut short after 6 rounds (candidate 2 ended invalid in session 2): candidate 1 was chosen on those rounds',
+    );
   });
 });

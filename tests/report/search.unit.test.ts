@@ -80,10 +80,15 @@ describe('the search table', () => {
     s.candidates[0] = { ...s.candidates[0]!, dropped: 'behind' };
     s.candidates[2] = { ...s.candidates[2]!, estimate: 1.05, rounds: 6 };
     expect(raceOutcome(s)).toBe(
-      'Candidate 2 was chosen on its estimate when the race was cut short after 6 rounds ' +
-        '(session 3 could not run (the backend went away)), not separated from candidate 3 (1.050×): ' +
-        'the screen could not tell them apart, and the full comparison decides.',
+      'The race was cut short after 6 rounds (session 3 could not run (the backend went away)): ' +
+        'candidate 2 was chosen on those rounds, not separated from candidate 3 (1.050×), and the full comparison decides.',
     );
+    // Whatever the ending the ranking made of the rounds it ended on (one candidate left, or separated).
+    for (const ending of ['alone', 'separated'] as const) {
+      expect(raceOutcome({ ...s, race: { ...s.race!, ending } })).toMatch(
+        /^The race was cut short after 6 rounds \(session 3 could not run/,
+      );
+    }
   });
 
   it('says when the race separated the winner, and says nothing of a race for records before it', () => {

@@ -71506,6 +71506,12 @@ function raceOutcome(search) {
   if (!race || !picked || picked.estimate === null) return void 0;
   const raced = race.maxRounds > search.screenRounds;
   const the = raced ? "the race" : "the screen";
+  const runnerUp = search.candidates.filter((c3) => c3 !== picked && c3.estimate !== null && c3.rounds === picked.rounds && !c3.dropped).sort((x, y) => y.estimate - x.estimate)[0];
+  const behind = runnerUp ? `, not separated from candidate ${runnerUp.slot} (${formatRatio(runnerUp.estimate)})` : "";
+  if (race.cutShort) {
+    const separated = race.ending === "separated" ? ", separated from every other candidate still in it" : behind;
+    return `The race was cut short after ${plural(race.maxRounds, "round")} (${race.cutShort}): candidate ${picked.slot} was chosen on those rounds${separated}, and the full comparison decides.`;
+  }
   if (race.ending === "alone") return `One candidate was screened: ${the} had no one to separate it from.`;
   if (race.ending === "below-bar") {
     return `No candidate's estimate reached ${formatRatio(search.threshold)} at a look of ${the} (${plural(picked.rounds ?? 0, "round")}): more rounds would not have made a winner likely.`;
@@ -71513,9 +71519,7 @@ function raceOutcome(search) {
   if (race.ending === "separated") {
     return `${raced ? "The race" : "The screen"} separated candidate ${picked.slot} from every other candidate: each was dropped by an interval.`;
   }
-  const runnerUp = search.candidates.filter((c3) => c3 !== picked && c3.estimate !== null && c3.rounds === picked.rounds && !c3.dropped).sort((x, y) => y.estimate - x.estimate)[0];
-  const behind = runnerUp ? `, not separated from candidate ${runnerUp.slot} (${formatRatio(runnerUp.estimate)})` : "";
-  const when = race.cutShort ? `when the race was cut short after ${plural(race.maxRounds, "round")} (${race.cutShort})` : `${raced ? "at the round budget" : "after the one session"} (${plural(race.maxRounds, "round")})`;
+  const when = `${raced ? "at the round budget" : "after the one session"} (${plural(race.maxRounds, "round")})`;
   return `Candidate ${picked.slot} was chosen on its estimate ${when}${behind}: the screen could not tell them apart, and the full comparison decides.`;
 }
 var confidenceText = (c3) => `${(c3 * 100).toFixed(2).replace(/\.?0+$/, "")}%`;

@@ -71504,6 +71504,12 @@ function raceOutcome(search) {
   if (!race || !picked || picked.estimate === null) return void 0;
   const raced = race.maxRounds > search.screenRounds;
   const the = raced ? "the race" : "the screen";
+  const runnerUp = search.candidates.filter((c3) => c3 !== picked && c3.estimate !== null && c3.rounds === picked.rounds && !c3.dropped).sort((x, y) => y.estimate - x.estimate)[0];
+  const behind = runnerUp ? `, not separated from candidate ${runnerUp.slot} (${formatRatio(runnerUp.estimate)})` : "";
+  if (race.cutShort) {
+    const separated = race.ending === "separated" ? ", separated from every other candidate still in it" : behind;
+    return `The race was cut short after ${plural(race.maxRounds, "round")} (${race.cutShort}): candidate ${picked.slot} was chosen on those rounds${separated}, and the full comparison decides.`;
+  }
   if (race.ending === "alone") return `One candidate was screened: ${the} had no one to separate it from.`;
   if (race.ending === "below-bar") {
     return `No candidate's estimate reached ${formatRatio(search.threshold)} at a look of ${the} (${plural(picked.rounds ?? 0, "round")}): more rounds would not have made a winner likely.`;
@@ -71511,9 +71517,7 @@ function raceOutcome(search) {
   if (race.ending === "separated") {
     return `${raced ? "The race" : "The screen"} separated candidate ${picked.slot} from every other candidate: each was dropped by an interval.`;
   }
-  const runnerUp = search.candidates.filter((c3) => c3 !== picked && c3.estimate !== null && c3.rounds === picked.rounds && !c3.dropped).sort((x, y) => y.estimate - x.estimate)[0];
-  const behind = runnerUp ? `, not separated from candidate ${runnerUp.slot} (${formatRatio(runnerUp.estimate)})` : "";
-  const when = race.cutShort ? `when the race was cut short after ${plural(race.maxRounds, "round")} (${race.cutShort})` : `${raced ? "at the round budget" : "after the one session"} (${plural(race.maxRounds, "round")})`;
+  const when = `${raced ? "at the round budget" : "after the one session"} (${plural(race.maxRounds, "round")})`;
   return `Candidate ${picked.slot} was chosen on its estimate ${when}${behind}: the screen could not tell them apart, and the full comparison decides.`;
 }
 var confidenceText = (c3) => `${(c3 * 100).toFixed(2).replace(/\.?0+$/, "")}%`;
@@ -88220,7 +88224,12 @@ async function screenAndSelect(ctx, bundles, journal, say) {
   let cutShort;
   for (; ; ) {
     screened = survivors.map((b) => ({ b, ev: b.load() })).filter(({ ev }) => ev.screen && ev.verdict === void 0);
-    const cut = cutPartialSession(screened, ctx.target.bench.metric.direction, policy);
+    const ended = screened.find(({ ev }) => ev.screen.raceCutShort)?.ev.screen.raceCutShort;
+    if (ended) {
+      policy.maxRounds = ended.rounds;
+      cutShort = ended.reason;
+    }
+    const cut = cutPartialSession(screened);
     if (cut.length > 0) {
       for (const { b, ev } of cut) b.save(ev);
       const slots = cut.map(({ ev }) => ev.slot.index).join(", ");
@@ -88233,6 +88242,20 @@ async function screenAndSelect(ctx, bundles, journal, say) {
     const contenders = screened.filter(({ ev }) => result.next.ids.includes(String(ev.slot.index)));
     const number = 1 + Math.max(...contenders.map(({ ev }) => ev.screen.sessions?.length ?? 1));
     const stopped = await raceSession(ctx, contenders, result.next.rounds, info.platform, say, number);
+    const invalid = contenders.filter(({ ev }) => ev.verdict !== void 0);
+    if (stopped === null && invalid.length > 0) {
+      const rest2 = survivors.map((b) => b.load()).filter((ev) => ev.screen && ev.verdict === void 0);
+      const rounds = Math.min(...rest2.map((ev) => ev.screen.rounds));
+      const reason = `candidate ${invalid.map(({ ev }) => ev.slot.index).join(", ")} ended ${invalid[0].ev.verdict} in session ${number}`;
+      for (const b of survivors) {
+        const ev = b.load();
+        if (!ev.screen || ev.verdict !== void 0) continue;
+        ev.screen = { ...ev.screen, raceCutShort: { rounds, reason } };
+        b.save(ev);
+      }
+      ctx.progress(`screen: the race ends after ${rounds} rounds: ${reason}`);
+      continue;
+    }
     if (stopped !== null) {
       const have = Math.min(...contenders.map(({ ev }) => ev.screen.rounds));
       ctx.progress(`screen: the race ends after ${have} rounds: ${stopped}`);
@@ -88383,19 +88406,17 @@ async function screenOnce(ctx, env, platform3, journal) {
   const r = outcome.result;
   return r?.status === "verdict" ? { verdict: r.verdict, reasons: r.reasons } : void 0;
 }
-function cutPartialSession(screened, direction, policy) {
+function cutPartialSession(screened) {
   const count3 = (ev) => ev.screen.sessions?.length ?? 1;
   const last = Math.max(0, ...screened.map(({ ev }) => count3(ev)));
   if (last < 2) return [];
-  const before = screened.map(({ ev }) => ({
-    ev: { ...ev, screen: count3(ev) === last ? dropLastSession(ev.screen) : ev.screen }
-  }));
-  const asked = rankScreens(before, direction, policy).next?.ids ?? [];
-  const timed = screened.filter(({ ev }) => asked.includes(String(ev.slot.index)));
-  if (timed.every(({ ev }) => count3(ev) === last)) return [];
-  const cut = screened.filter(({ ev }) => count3(ev) === last);
-  for (const { ev } of cut) ev.screen = dropLastSession(ev.screen);
-  return cut;
+  const have = screened.filter(({ ev }) => count3(ev) === last);
+  const timed = have[0].ev.screen.sessions.at(-1).sharedWith;
+  if (!timed) return [];
+  const lacking = screened.filter(({ ev }) => timed.includes(ev.slot.index) && count3(ev) < last);
+  if (lacking.length === 0) return [];
+  for (const { ev } of have) ev.screen = dropLastSession(ev.screen);
+  return have;
 }
 function dropLastSession(screen2) {
   const sessions = screen2.sessions ?? [];
@@ -88460,8 +88481,8 @@ async function raceSession(ctx, contenders, rounds, platform3, say, number) {
     }
   }
   for (const { b, env, outcome } of rest2) {
-    const { session: session2, a: a2, b: values } = outcome.screened;
-    env.ev.screen = appendScreen(env.ev.screen, session2, a2, values);
+    const { session: session2, a: a2, b: values, sharedWith } = outcome.screened;
+    env.ev.screen = appendScreen(env.ev.screen, { ...session2, sharedWith }, a2, values);
     b.save(env.ev);
   }
   return null;

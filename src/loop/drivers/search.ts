@@ -242,7 +242,12 @@ export async function screenAndSelect(
     screened = survivors
       .map((b) => ({ b, ev: b.load() }))
       .filter(({ ev }) => ev.screen && ev.verdict === undefined);
-    const cut = cutPartialSession(screened, ctx.target.bench.metric.direction, policy);
+    const ended = screened.find(({ ev }) => ev.screen!.raceCutShort)?.ev.screen!.raceCutShort;
+    if (ended) {
+      policy.maxRounds = ended.rounds;
+      cutShort = ended.reason;
+    }
+    const cut = cutPartialSession(screened);
     if (cut.length > 0) {
       for (const { b, ev } of cut) b.save(ev);
       const slots = cut.map(({ ev }) => ev.slot!.index).join(', ');
@@ -256,6 +261,23 @@ export async function screenAndSelect(
     // Numbered after the sessions already in the records, so that a resumed race writes new files.
     const number = 1 + Math.max(...contenders.map(({ ev }) => ev.screen!.sessions?.length ?? 1));
     const stopped = await raceSession(ctx, contenders, result.next.rounds, info.platform, say, number);
+    const invalid = contenders.filter(({ ev }) => ev.verdict !== undefined);
+    if (stopped === null && invalid.length > 0) {
+      // A contender found invalid leaves the race, and so does the race: ranked again without it, a
+      // candidate it had dropped would come back short of sessions. It ends on the rounds every
+      // candidate still ranked has, and says why (kept in the records for a resumed search).
+      const rest = survivors.map((b) => b.load()).filter((ev) => ev.screen && ev.verdict === undefined);
+      const rounds = Math.min(...rest.map((ev) => ev.screen!.rounds));
+      const reason = `candidate ${invalid.map(({ ev }) => ev.slot!.index).join(', ')} ended ${invalid[0]!.ev.verdict} in session ${number}`;
+      for (const b of survivors) {
+        const ev = b.load();
+        if (!ev.screen || ev.verdict !== undefined) continue;
+        ev.screen = { ...ev.screen, raceCutShort: { rounds, reason } };
+        b.save(ev);
+      }
+      ctx.progress(`screen: the race ends after ${rounds} rounds: ${reason}`);
+      continue;
+    }
     if (stopped !== null) {
       // The race ends on the rounds every contender has: the leader is chosen on its estimate.
       const have = Math.min(...contenders.map(({ ev }) => ev.screen!.rounds));
@@ -477,28 +499,24 @@ async function screenOnce(
 
 /**
  * A race session written into some of its contenders' records and not the others' (the run was killed
- * between the saves, raceSession): the rounds would no longer pair round for round. Which candidates
- * that session timed is what the ranking over the sessions before it asked for; if any of them lacks it,
- * it is cut from the ones that have it (their records are changed in place; the caller saves them), and
- * the race runs it again. Returns the candidates it was cut from.
+ * between the saves, raceSession): the rounds would no longer pair round for round. The session records
+ * the slots it timed; if one of them still ranked lacks it, it is cut from the ones that have it (their
+ * records are changed in place; the caller saves them), and the race runs it again. Returns the
+ * candidates it was cut from. (Records without the slots, written before them, are left as they are.)
  */
 function cutPartialSession(
   screened: ReadonlyArray<{ b: Bundle; ev: IterationEvidence }>,
-  direction: Direction,
-  policy: ScreenPolicy,
 ): Array<{ b: Bundle; ev: IterationEvidence }> {
   const count = (ev: IterationEvidence) => ev.screen!.sessions?.length ?? 1;
   const last = Math.max(0, ...screened.map(({ ev }) => count(ev)));
   if (last < 2) return [];
-  const before = screened.map(({ ev }) => ({
-    ev: { ...ev, screen: count(ev) === last ? dropLastSession(ev.screen!) : ev.screen! },
-  }));
-  const asked = rankScreens(before, direction, policy).next?.ids ?? [];
-  const timed = screened.filter(({ ev }) => asked.includes(String(ev.slot!.index)));
-  if (timed.every(({ ev }) => count(ev) === last)) return [];
-  const cut = screened.filter(({ ev }) => count(ev) === last);
-  for (const { ev } of cut) ev.screen = dropLastSession(ev.screen!);
-  return cut;
+  const have = screened.filter(({ ev }) => count(ev) === last);
+  const timed = have[0]!.ev.screen!.sessions!.at(-1)!.sharedWith;
+  if (!timed) return [];
+  const lacking = screened.filter(({ ev }) => timed.includes(ev.slot!.index) && count(ev) < last);
+  if (lacking.length === 0) return [];
+  for (const { ev } of have) ev.screen = dropLastSession(ev.screen!);
+  return have;
 }
 
 /** A screen without its last session's rounds (a screen of one session is returned as it is). */
@@ -587,8 +605,8 @@ async function raceSession(
     }
   }
   for (const { b, env, outcome } of rest) {
-    const { session, a, b: values } = (outcome as { screened: SharedRounds }).screened;
-    env.ev.screen = appendScreen(env.ev.screen!, session, a, values);
+    const { session, a, b: values, sharedWith } = (outcome as { screened: SharedRounds }).screened;
+    env.ev.screen = appendScreen(env.ev.screen!, { ...session, sharedWith }, a, values);
     b.save(env.ev);
   }
   return null;
