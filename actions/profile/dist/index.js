@@ -88224,7 +88224,7 @@ async function screenAndSelect(ctx, bundles, journal, say) {
   let cutShort;
   for (; ; ) {
     screened = survivors.map((b) => ({ b, ev: b.load() })).filter(({ ev }) => ev.screen && ev.verdict === void 0);
-    const ended = screened.find(({ ev }) => ev.screen.raceCutShort)?.ev.screen.raceCutShort;
+    const ended = screened.map(({ ev }) => ev.screen.raceCutShort).find((c3) => c3 !== void 0);
     if (ended) {
       policy.maxRounds = ended.rounds;
       cutShort = ended.reason;

@@ -242,7 +242,7 @@ export async function screenAndSelect(
     screened = survivors
       .map((b) => ({ b, ev: b.load() }))
       .filter(({ ev }) => ev.screen && ev.verdict === undefined);
-    const ended = screened.find(({ ev }) => ev.screen!.raceCutShort)?.ev.screen!.raceCutShort;
+    const ended = screened.map(({ ev }) => ev.screen!.raceCutShort).find((c) => c !== undefined);
     if (ended) {
       policy.maxRounds = ended.rounds;
       cutShort = ended.reason;
