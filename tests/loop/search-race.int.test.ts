@@ -28,6 +28,27 @@ const fasterToo = {
   },
 };
 
+// Two sessions of 3 rounds at most: the smallest race.
+const RACE = { 'loop.iterations': 1, 'loop.candidates': 2, 'search.screen_max_rounds': 6 };
+
+/** The toy repository with the two equal candidates; returns its config file. */
+function makeRaceRepo(repo: string): string {
+  process.env.HILLCLIMB_PYTHON = execFileSync('sh', ['-c', 'command -v python3'], {
+    encoding: 'utf8',
+  }).trim();
+  makeToyRepo(repo, [
+    { ...faster, name: '0001-shorter-delay' },
+    { ...fasterToo, name: '0001.2-shorter-delay-documented' },
+  ]);
+  return join(repo, 'hillclimb.yml');
+}
+
+/** Candidate `slot`'s bundle of the first iteration in the repository's (only) run. */
+function candidateBundle(repo: string, slot: number): string {
+  const runs = join(repo, '.hillclimb', 'runs');
+  return join(runs, readdirSync(runs)[0]!, `i001-c${slot}`);
+}
+
 describe('a screen that needs a second session to rank (the race), interrupted and resumed', () => {
   const t = tempDir('hc-search-race-');
   const repo = join(t.dir, 'repo');
@@ -36,20 +57,11 @@ describe('a screen that needs a second session to rank (the race), interrupted a
   const lines: string[] = [];
 
   beforeAll(async () => {
-    process.env.HILLCLIMB_PYTHON = execFileSync('sh', ['-c', 'command -v python3'], {
-      encoding: 'utf8',
-    }).trim();
-    makeToyRepo(repo, [
-      { ...faster, name: '0001-shorter-delay' },
-      { ...fasterToo, name: '0001.2-shorter-delay-documented' },
-    ]);
-    const configFile = join(repo, 'hillclimb.yml');
-    // Two sessions of 3 rounds at most: the smallest race.
-    const overrides = { 'loop.iterations': 1, 'loop.candidates': 2, 'search.screen_max_rounds': 6 };
+    const configFile = makeRaceRepo(repo);
     const controller = new AbortController();
     interrupted = await runLoop({
       configFile,
-      overrides,
+      overrides: RACE,
       logger: memoryLogger(),
       sleep: noSleep,
       signal: controller.signal,
@@ -60,8 +72,7 @@ describe('a screen that needs a second session to rank (the race), interrupted a
     }).catch((e: unknown) => e);
     // A hard kill between the saves of session 2 as well: candidate 1's record has it, candidate 2's
     // not. The resumed race must cut it and run it again for both, or the rounds no longer pair.
-    const runs = join(repo, '.hillclimb', 'runs');
-    const record = join(runs, readdirSync(runs)[0]!, 'i001-c1', 'evidence.json');
+    const record = join(candidateBundle(repo, 1), 'evidence.json');
     const ev = JSON.parse(readFileSync(record, 'utf8')) as IterationEvidence;
     const first = ev.screen!;
     const session = first.sessions![0]!;
@@ -79,7 +90,7 @@ describe('a screen that needs a second session to rank (the race), interrupted a
     writeFileSync(record, JSON.stringify(ev));
     result = await runLoop({
       configFile,
-      overrides,
+      overrides: RACE,
       resume: true,
       logger: memoryLogger(),
       sleep: noSleep,
@@ -131,8 +142,8 @@ describe('a screen that needs a second session to rank (the race), interrupted a
 });
 
 // The review of the race: a later session that pins a verdict on one contender (here its programs on
-// disk are no longer the ones its gate verified) must end that candidate, not only the race — it once
-// stayed unjudged and could still be chosen on its first session's rounds.
+// disk are no longer the ones its gate verified) must record that verdict — the candidate once stayed
+// unjudged and could still be chosen on its first session's rounds — and the race ends there.
 describe('a contender that a later session of the race finds invalid', () => {
   const t = tempDir('hc-search-race-invalid-');
   const repo = join(t.dir, 'repo');
@@ -140,26 +151,18 @@ describe('a contender that a later session of the race finds invalid', () => {
   const lines: string[] = [];
 
   beforeAll(async () => {
-    process.env.HILLCLIMB_PYTHON = execFileSync('sh', ['-c', 'command -v python3'], {
-      encoding: 'utf8',
-    }).trim();
-    makeToyRepo(repo, [
-      { ...faster, name: '0001-shorter-delay' },
-      { ...fasterToo, name: '0001.2-shorter-delay-documented' },
-    ]);
+    const configFile = makeRaceRepo(repo);
     let tampered = false;
     result = await runLoop({
-      configFile: join(repo, 'hillclimb.yml'),
-      overrides: { 'loop.iterations': 1, 'loop.candidates': 2, 'search.screen_max_rounds': 6 },
+      configFile,
+      overrides: RACE,
       logger: memoryLogger(),
       sleep: noSleep,
       progress: (l) => {
         lines.push(l);
         if (tampered || !l.includes('(session 2 of the race)')) return;
         // Candidate 2's kept program, rewritten between the sessions (the session reads it next).
-        const runs = join(repo, '.hillclimb', 'runs');
-        const bundle = join(runs, readdirSync(runs)[0]!, 'i001-c2');
-        const program = join(bundle, 'programs', 'B-cpu', 'fwd_bwd_toy.jaxexport');
+        const program = join(candidateBundle(repo, 2), 'programs', 'B-cpu', 'fwd_bwd_toy.jaxexport');
         writeFileSync(program, `${readFileSync(program, 'utf8')} `);
         tampered = true;
       },

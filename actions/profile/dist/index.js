@@ -88222,8 +88222,9 @@ async function screenAndSelect(ctx, bundles, journal, say) {
   let screened;
   let result;
   let cutShort;
+  const ranked = () => survivors.map((b) => ({ b, ev: b.load() })).filter(({ ev }) => ev.screen && ev.verdict === void 0);
   for (; ; ) {
-    screened = survivors.map((b) => ({ b, ev: b.load() })).filter(({ ev }) => ev.screen && ev.verdict === void 0);
+    screened = ranked();
     const ended = screened.map(({ ev }) => ev.screen.raceCutShort).find((c3) => c3 !== void 0);
     if (ended) {
       policy.maxRounds = ended.rounds;
@@ -88244,12 +88245,10 @@ async function screenAndSelect(ctx, bundles, journal, say) {
     const stopped = await raceSession(ctx, contenders, result.next.rounds, info.platform, say, number);
     const invalid = contenders.filter(({ ev }) => ev.verdict !== void 0);
     if (stopped === null && invalid.length > 0) {
-      const rest2 = survivors.map((b) => b.load()).filter((ev) => ev.screen && ev.verdict === void 0);
-      const rounds = Math.min(...rest2.map((ev) => ev.screen.rounds));
+      const rest2 = ranked();
+      const rounds = Math.min(...rest2.map(({ ev }) => ev.screen.rounds));
       const reason = `candidate ${invalid.map(({ ev }) => ev.slot.index).join(", ")} ended ${invalid[0].ev.verdict} in session ${number}`;
-      for (const b of survivors) {
-        const ev = b.load();
-        if (!ev.screen || ev.verdict !== void 0) continue;
+      for (const { b, ev } of rest2) {
         ev.screen = { ...ev.screen, raceCutShort: { rounds, reason } };
         b.save(ev);
       }
@@ -88266,21 +88265,21 @@ async function screenAndSelect(ctx, bundles, journal, say) {
   const winner = result.winner === null ? null : Number(result.winner);
   const winnerEstimate = result.ranked[0]?.estimate ?? null;
   for (const { b, ev } of screened) {
-    const ranked = result.ranked.find((r) => r.id === String(ev.slot.index));
+    const ranked2 = result.ranked.find((r) => r.id === String(ev.slot.index));
     const { droppedBy: _was, ...screen2 } = ev.screen;
-    const by = ranked.droppedBy;
+    const by = ranked2.droppedBy;
     ev.screen = {
       ...screen2,
-      estimate: ranked.estimate,
-      interval: ranked.interval,
+      estimate: ranked2.estimate,
+      interval: ranked2.interval,
       ...by ? { droppedBy: by.kind === "behind" ? { kind: by.kind, leader: Number(by.leader) } : by } : {},
-      survived: ranked.survived,
-      reason: ranked.reason
+      survived: ranked2.survived,
+      reason: ranked2.reason
     };
     if (ev.slot.index !== winner) {
       ev.verdict = "screened-out";
       ev.verdictReasons = [
-        ranked.survived && winner !== null ? `${ranked.reason}, behind candidate ${winner}'s ${winnerEstimate?.toFixed(4)}` : ranked.reason
+        ranked2.survived && winner !== null ? `${ranked2.reason}, behind candidate ${winner}'s ${winnerEstimate?.toFixed(4)}` : ranked2.reason
       ];
       ev.stoppedAt = "measure";
     }

@@ -237,11 +237,11 @@ export async function screenAndSelect(
   let screened: Array<{ b: Bundle; ev: IterationEvidence }>;
   let result: ScreenResult;
   let cutShort: string | undefined;
+  // The candidates ranked: screened, and not ended by a later session of the race (a verdict recorded).
+  const ranked = () =>
+    survivors.map((b) => ({ b, ev: b.load() })).filter(({ ev }) => ev.screen && ev.verdict === undefined);
   for (;;) {
-    // A candidate a later session of the race ended (its verdict recorded) is ranked no more.
-    screened = survivors
-      .map((b) => ({ b, ev: b.load() }))
-      .filter(({ ev }) => ev.screen && ev.verdict === undefined);
+    screened = ranked();
     const ended = screened.map(({ ev }) => ev.screen!.raceCutShort).find((c) => c !== undefined);
     if (ended) {
       policy.maxRounds = ended.rounds;
@@ -266,13 +266,11 @@ export async function screenAndSelect(
       // A contender found invalid leaves the race, and so does the race: ranked again without it, a
       // candidate it had dropped would come back short of sessions. It ends on the rounds every
       // candidate still ranked has, and says why (kept in the records for a resumed search).
-      const rest = survivors.map((b) => b.load()).filter((ev) => ev.screen && ev.verdict === undefined);
-      const rounds = Math.min(...rest.map((ev) => ev.screen!.rounds));
+      const rest = ranked();
+      const rounds = Math.min(...rest.map(({ ev }) => ev.screen!.rounds));
       const reason = `candidate ${invalid.map(({ ev }) => ev.slot!.index).join(', ')} ended ${invalid[0]!.ev.verdict} in session ${number}`;
-      for (const b of survivors) {
-        const ev = b.load();
-        if (!ev.screen || ev.verdict !== undefined) continue;
-        ev.screen = { ...ev.screen, raceCutShort: { rounds, reason } };
+      for (const { b, ev } of rest) {
+        ev.screen = { ...ev.screen!, raceCutShort: { rounds, reason } };
         b.save(ev);
       }
       ctx.progress(`screen: the race ends after ${rounds} rounds: ${reason}`);
