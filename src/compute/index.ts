@@ -6,6 +6,7 @@ export type { Backend, BackendInfo, JobOutputs, JobResult, JobSpec } from './bac
 export { EPHEMERAL_CACHE_KEY, VERIFIER_CACHE_KEY } from './backend.js';
 export { buildBackend, buildCpuBackend, tpuStateDirFor } from './factory.js';
 export { sampleMachine } from './machine-load.js';
+export { artifactRelayStore, folderRelayStore, type RelayStore } from './relay-store.js';
 export { serviceAccountEmail } from './tpu/commands.js';
 export { gcloudCli } from './tpu/gcloud.js';
 export type { JanitorReport, ReleaseReport, TpuContext } from './tpu/lifecycle.js';

@@ -21,6 +21,8 @@ export type { LoopResult } from './drivers/run.js';
 export { resolveConfigFile, runLoop } from './drivers/run.js';
 export type { SearchPhase, SearchPhaseOptions, SearchPhaseResult } from './drivers/search-phases.js';
 export { runSearchPhase } from './drivers/search-phases.js';
+export { relayClients, runToolsRelay, type ToolsRelayOptions } from './drivers/tools-relay.js';
+export { markRelayDone } from './relay/index.js';
 export { Bundle, BundleFiles, iterationDirName } from './state/bundle.js';
 export { readHistory } from './state/history.js';
 export { newRunId } from './state/journal.js';

@@ -4,7 +4,7 @@
  * Backends come through compute/factory.ts: no driver imports a backend implementation.
  */
 import { buildAgent, TOOL_AGENT_KINDS } from '../agent/index.js';
-import { type Backend, buildBackend, buildCpuBackend } from '../compute/index.js';
+import { type Backend, buildBackend, buildCpuBackend, type RelayStore } from '../compute/index.js';
 import type { HillclimbConfig, TargetConfig } from '../config/index.js';
 import type { StepName } from '../evidence/index.js';
 import { buildForge } from '../forge/index.js';
@@ -22,6 +22,7 @@ import {
   runDirOf,
   stateDirOf,
 } from './context.js';
+import { relayBackend } from './relay/index.js';
 
 /** Who opens a loop context: the run it belongs to, the steps it will run, and where it reports. */
 export interface LoopRole {
@@ -50,6 +51,15 @@ export interface LoopRole {
   store?: Store;
   /** Names this job in attestations; default currentJobId() (an action passes the toolkit's reading). */
   jobId?: string;
+  /** The agent's tools time on the measuring machine through this relay (loop/relay), not on this one. */
+  toolsRelay?: ToolsRelay;
+}
+
+/** A propose job's place in the run's tools relay. */
+export interface ToolsRelay {
+  store: RelayStore;
+  /** This job's name there: main, or c<slot>. */
+  client: string;
 }
 
 /** An open loop context: open the backends its steps use, then always close it. */
@@ -91,7 +101,12 @@ export async function openLoopContext(config: HillclimbConfig, role: LoopRole): 
     git: role.git ?? (await Git.create(root, { logger })),
     backend,
     cpuBackend,
-    toolsBackend: role.steps.some((s) => ACCELERATOR_STEPS.includes(s)) ? backend : cpuBackend,
+    toolsBackend: role.steps.some((s) => ACCELERATOR_STEPS.includes(s))
+      ? backend
+      : role.toolsRelay
+        ? // Built, never opened here: this job holds no credentials, the serving job opens the machine.
+          relayBackend({ local: cpuBackend, ...role.toolsRelay, runId: role.runId, serving: backend.info() })
+        : cpuBackend,
     agent: role.steps.includes('propose')
       ? buildAgent(config, { root, logger, target: role.target.name })
       : NO_AGENT,

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Backend } from '../../src/compute/backend.js';
 import { backends } from '../../src/compute/factory.js';
+import { folderRelayStore } from '../../src/compute/relay-store.js';
 import { loadConfig, selectTarget } from '../../src/config/load.js';
 import type { BackendKind, HillclimbConfig } from '../../src/config/types.js';
 import { STEPS, type StepName } from '../../src/evidence/record.js';
@@ -111,6 +112,38 @@ describe('openLoopContext', () => {
     await off.openBackends();
     await off.close();
     expect(off.events).toEqual([]);
+  });
+
+  it("a proposing role with the tools relay times its tools' sessions on the serving machine, and opens only this CPU", async () => {
+    accelerator.length = 0;
+    const c = config('zz-accelerator');
+    c.agent.kind = 'command';
+    c.agent.command = { command: ['true'], network: 'none' };
+    const opened = await openLoopContext(c, {
+      target: selectTarget(c),
+      runId: 'r1',
+      steps: ['prepare', 'propose', 'guard'],
+      totalIterations: 1,
+      prepareMayProfile: false,
+      logger: memoryLogger(),
+      toolsRelay: { store: folderRelayStore(join(repo.dir, '.relay')), client: 'main' },
+    });
+    const events: string[] = [];
+    vi.spyOn(opened.ctx.cpuBackend, 'open').mockImplementation(async () => void events.push('cpu open'));
+    vi.spyOn(opened.ctx.cpuBackend, 'close').mockImplementation(async () => void events.push('cpu close'));
+    const tools = opened.ctx.toolsBackend;
+    expect(tools).not.toBe(opened.ctx.cpuBackend);
+    // It describes the machine the serving job times on: the tools export for its platform.
+    expect(tools.info()).toMatchObject({
+      platform: 'tpu',
+      hasAccelerator: true,
+      description: 'recording, through the tools relay',
+    });
+    await opened.openBackends();
+    await opened.close();
+    expect(events).toEqual(['cpu open', 'cpu close']);
+    // This job holds no credentials: the serving job opens the machine, never this one.
+    expect(accelerator).toEqual([]);
   });
 
   it('a role that measures lets the tools time on the measuring backend', async () => {

@@ -11,6 +11,7 @@ import { execFileSync } from 'node:child_process';
 import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { folderRelayStore } from '../../src/compute/relay-store.js';
 import type { IterationEvidence } from '../../src/evidence/record.js';
 import { listLocalPulls } from '../../src/forge/local-reader.js';
 import { type PhaseResult, runPhase } from '../../src/loop/drivers/phases.js';
@@ -62,6 +63,9 @@ describe("a search in the workflow's jobs believes slots and outcomes only from 
   let gates: PhaseResult[];
   let selected: SearchPhaseResult;
   let published: SearchPhaseResult;
+  // The store of a tools relay the propose jobs were told of (nobody serves it: the replay agent calls
+  // no tool); each says there when it is done, so that a serving job stops.
+  const relay = folderRelayStore(join(repo, '..', 'relay'));
 
   beforeAll(async () => {
     usePython3();
@@ -72,7 +76,7 @@ describe("a search in the workflow's jobs believes slots and outcomes only from 
     ]);
     gates = [];
     for (const slot of [1, 2, 3]) {
-      await runPhase('propose', { ...common(), slot });
+      await runPhase('propose', { ...common(), slot, toolsRelay: relay });
       // The agent's job could write anything into its bundle: candidate 3's claims to be candidate 1.
       if (slot === 3) {
         const file = join(repo, '.hillclimb', 'runs', RUN, 'i001-c3', 'evidence.json');
@@ -106,6 +110,12 @@ describe("a search in the workflow's jobs believes slots and outcomes only from 
     );
     await expect(runPhase('propose', { ...common(), iteration: 2, slot: 4 })).rejects.toThrow(
       /slot 4 is not a candidate of this iteration: loop\.candidates is 3/,
+    );
+  });
+
+  it('says in the tools relay that each propose job is done, by the slot the workflow gave', async () => {
+    expect(await relay.list('hillclimb-tools-')).toEqual(
+      [1, 2, 3].map((c) => `hillclimb-tools-${RUN}-c${c}-done`),
     );
   });
 

@@ -20,7 +20,9 @@
  *  local-action        `uses: ./actions/x` names an existing action; `with:` keys are declared inputs
  *                      and required inputs are given
  *  agent-job           the job running ./actions/iterate has no write permission, no id-token, no cloud
- *                      auth step, and no secret but an agent's model API key
+ *                      auth step, and no secret but an agent's model API key (the tools relay's mode aside)
+ *  relay-job           the job serving the agent tools relay (iterate mode tools-relay) holds the cloud
+ *                      login: it runs no agent, no other iterate mode, no kernel-test and no profile
  *  candidate-job       jobs that run candidate code on the runner (kernel-test gate cpu) hold no secrets,
  *                      no write permission and no id-token
  *  writer-job          write permissions on contents, pull-requests or issues only in jobs that run no
@@ -175,7 +177,9 @@ export function policyViolations(
     if (typeof job['timeout-minutes'] !== 'number') v(where, 'timeout-job', 'timeout-minutes is required');
 
     const uses = steps.map((s) => s.uses ?? '');
-    const local = (a: string) => uses.some((u) => u === a);
+    // The tools relay's serving mode runs no candidate code and no agent: it holds the cloud login.
+    const relayStep = (s: Step) => s.uses === './actions/iterate' && s.with?.mode === 'tools-relay';
+    const local = (a: string) => steps.some((s) => s.uses === a && !relayStep(s));
     const runsCandidateCode = CANDIDATE_ACTIONS.some(local);
     const authenticatesToGcp = uses.some((u) => u.startsWith('google-github-actions/auth@'));
     const secrets = [
@@ -230,6 +234,15 @@ export function policyViolations(
       const extra = secrets.filter((s) => !AGENT_SECRETS.includes(s));
       if (extra.length > 0)
         v(where, 'agent-job', `holds secrets other than the model API key: ${extra.join(', ')}`);
+    }
+    if (steps.some(relayStep)) {
+      const others = steps.filter((s) => CANDIDATE_ACTIONS.includes(s.uses ?? '') && !relayStep(s));
+      if (others.length > 0)
+        v(
+          where,
+          'relay-job',
+          `serves the tools relay beside ${others.map((s) => s.id ?? s.uses).join(', ')}: it holds the cloud login`,
+        );
     }
     // A job with cloud credentials runs candidate code only remotely: each step that would run it must
     // refuse the local backend, whatever backend the engine resolves (issue: a dropped dispatch input).

@@ -48,6 +48,10 @@ describe('workflow policy', () => {
       'bad-loop.yml: jobs.gate.steps[1]: attested-handover: ./actions/kernel-test takes over a bundle: give it base',
       'bad-loop.yml: jobs.stray-oidc.steps[0]: timeout-step: run steps need timeout-minutes',
       'bad-loop.yml: jobs.stray-oidc: id-token: id-token: write without google-github-actions/auth',
+      'bad-loop.yml: jobs.relay: agent-job: holds id-token: write',
+      'bad-loop.yml: jobs.relay: agent-job: authenticates to a cloud',
+      'bad-loop.yml: jobs.relay: relay-job: serves the tools relay beside propose: it holds the cloud login',
+      'bad-loop.yml: jobs.relay: sandbox: let the sandbox use user namespaces before untrusted code runs',
     ]);
   });
 });

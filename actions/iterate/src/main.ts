@@ -12,12 +12,14 @@ import {
   iterationSummary,
   optionalText,
   phaseOptions,
+  positiveInteger,
   requiredText,
   runAction,
   setIterationOutputs,
   setOutputs,
   writeSummary,
 } from '../../../src/actions/index.js';
+import { artifactRelayStore } from '../../../src/compute/index.js';
 import {
   BundleFiles,
   checkAgentApi,
@@ -25,10 +27,30 @@ import {
   KEPT_HANDOVER_DIR,
   resolveChampion,
   runPhase,
+  runToolsRelay,
 } from '../../../src/loop/index.js';
 
 await runAction(async ({ logger }) => {
-  const mode = choice('mode', ['propose', 'prepare', 'champion', 'kept-programs', 'check-agent']);
+  const mode = choice('mode', [
+    'propose',
+    'prepare',
+    'champion',
+    'kept-programs',
+    'check-agent',
+    'tools-relay',
+  ]);
+  if (mode === 'tools-relay') {
+    // In the credentialed job beside the propose jobs: their agents' tools, timed on the measuring
+    // machine, until every one of them is done. No candidate code runs here: programs are data.
+    const minutes = positiveInteger('serve-minutes') ?? 150;
+    const report = await logger.group('hillclimb: serve the agent tools relay', () =>
+      runToolsRelay({ ...phaseOptions(logger), store: artifactRelayStore(), minutes }),
+    );
+    logger.info(
+      `tools relay: ${report.served} session(s) served, ${report.refused} refused, ${report.seconds.toFixed(1)} machine-s; ended: ${report.ended}`,
+    );
+    return;
+  }
   if (mode === 'check-agent') {
     // First in the agent's job: a refused key or a wrong endpoint fails here in seconds, before the
     // champion's profile takes minutes.
@@ -92,7 +114,11 @@ await runAction(async ({ logger }) => {
     );
     return;
   }
-  const opts = phaseOptions(logger);
+  const opts = {
+    ...phaseOptions(logger),
+    // A tools-relay job of this run serves the agent's tools on the measuring machine.
+    ...(flag('tools-relay', false) ? { toolsRelay: artifactRelayStore() } : {}),
+  };
   const result = await logger.group('hillclimb: propose (prepare, agent, guard)', () =>
     runPhase('propose', opts),
   );

@@ -13,6 +13,7 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import type { RelayStore } from '../../compute/index.js';
 import {
   type ConfigOverrides,
   type HillclimbConfig,
@@ -25,7 +26,8 @@ import { buildStore, type Store } from '../../store/index.js';
 import { ExitCode, errorMessage, HillclimbError, isHillclimbError, type Logger } from '../../util/index.js';
 import { Git } from '../../workspace/index.js';
 import { type LoopContext, runDirOf, stateDirOf } from '../context.js';
-import { type OpenLoopContext, openLoopContext } from '../open-context.js';
+import { type OpenLoopContext, openLoopContext, type ToolsRelay } from '../open-context.js';
+import { markRelayDone } from '../relay/index.js';
 import {
   type Attestation,
   attestBundle,
@@ -131,6 +133,11 @@ export interface PhaseOptions {
   remoteOnly?: boolean;
   /** Names this job in attestations; default currentJobId() from the environment. */
   jobId?: string;
+  /**
+   * propose in a job without cloud credentials: a credentialed job of the run (the workflow's
+   * tools-relay) serves the agent's tools on the measuring machine through this store (loop/relay).
+   */
+  toolsRelay?: RelayStore;
   /** The repository's web page for evidence links; default from the environment or forge.github. */
   repositoryUrl?: string;
   logger: Logger;
@@ -158,6 +165,8 @@ export interface OpenPhase extends OpenLoopContext {
   slot?: { index: number; of: number };
   /** The iteration, and the candidate where the job has a slot: names the bundle, refs, trust file. */
   key: IterationKey;
+  /** propose's place in the run's tools relay, when a serving job times its agent's tools. */
+  relay?: ToolsRelay;
 }
 
 /**
@@ -186,8 +195,20 @@ export async function openPhase(phase: Phase, opts: PhaseOptions): Promise<OpenP
       },
     );
   }
-  const opened = await openPhaseContext(phase, opts, { config, target, store, existing });
-  return { ...opened, bundle, existing, refused, key, ...(slot ? { slot } : {}) };
+  const relay =
+    opts.toolsRelay && phase === 'propose'
+      ? { store: opts.toolsRelay, client: slot ? `c${slot.index}` : 'main' }
+      : undefined;
+  const opened = await openPhaseContext(phase, opts, { config, target, store, existing, relay });
+  return {
+    ...opened,
+    bundle,
+    existing,
+    refused,
+    key,
+    ...(slot ? { slot } : {}),
+    ...(relay ? { relay } : {}),
+  };
 }
 
 /** What every phase needs before its bundle: the config, the target, preflight, the store's history. */
@@ -248,7 +269,14 @@ export async function openPhaseContext(
     target,
     store,
     existing,
-  }: { config: HillclimbConfig; target: TargetConfig; store: Store; existing: IterationEvidence | undefined },
+    relay,
+  }: {
+    config: HillclimbConfig;
+    target: TargetConfig;
+    store: Store;
+    existing: IterationEvidence | undefined;
+    relay?: ToolsRelay | undefined;
+  },
 ): Promise<OpenLoopContext> {
   return openLoopContext(config, {
     target,
@@ -266,6 +294,7 @@ export async function openPhaseContext(
     dryRun: Boolean(opts.dryRun),
     store,
     ...(opts.jobId ? { jobId: opts.jobId } : {}),
+    ...(relay ? { toolsRelay: relay } : {}),
   });
 }
 
@@ -293,7 +322,10 @@ export function trustedSlot(k: number, slot: number | undefined): { index: numbe
 
 /** Run one phase of one iteration. Idempotent: finished steps are skipped. */
 export async function runPhase(phase: Phase, opts: PhaseOptions): Promise<PhaseResult> {
-  const { ctx, bundle, existing, refused, slot, key, openBackends, close } = await openPhase(phase, opts);
+  const { ctx, bundle, existing, refused, slot, key, relay, openBackends, close } = await openPhase(
+    phase,
+    opts,
+  );
   const { stateDir, target, git, store } = ctx;
   const steps = PHASE_STEPS[phase];
   const trustFile = localAttestationFile(stateDir, opts.runId, key);
@@ -349,6 +381,12 @@ export async function runPhase(phase: Phase, opts: PhaseOptions): Promise<PhaseR
     writeLocalAttestation(trustFile, attestation);
     return { phase, evidence, bundleDir: bundle.dir, stateDir, attestation };
   } finally {
+    // However propose ended: the serving job stops once every propose job of the iteration is done.
+    if (relay) {
+      await markRelayDone(relay.store, ctx.runId, relay.client).catch((e: unknown) =>
+        opts.logger.warn(`tools relay: could not say this job is done: ${errorMessage(e)}`),
+      );
+    }
     await close();
   }
 }

@@ -24,7 +24,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { type Backend, EPHEMERAL_CACHE_KEY, VERIFIER_CACHE_KEY } from '../../compute/index.js';
+import { type Backend, EPHEMERAL_CACHE_KEY, type JobSpec, VERIFIER_CACHE_KEY } from '../../compute/index.js';
 import {
   type ExportEvidence,
   type IterationEvidence,
@@ -319,6 +319,68 @@ export function verifyCommand(ctx: LoopContext, o: VerifyOptions): string[] {
   ];
 }
 
+/** Bounds on a verifier command another job sends (the tools relay): far above what the tools ask. */
+export const VERIFY_LIMITS = { arms: 9, rounds: 30, repeats: 10_000, warmup: 1_000 } as const;
+const ARM_NAME = /^[A-Z][A-Za-z0-9]{0,15}$/;
+const MODES: readonly VerifyMode[] = ['gate', 'measure', 'profile'];
+
+/**
+ * The options of a verifier command, when `argv` is exactly what verifyCommand builds for them with
+ * this context's target (its module and arguments) on `platform`: any other word, order, value or
+ * bound, and the answer is why not. The tools relay's server runs only commands it rebuilt from these.
+ */
+export function parseVerifyCommand(
+  ctx: LoopContext,
+  argv: readonly unknown[],
+  platform: Platform,
+): VerifyOptions | string {
+  if (!argv.every((a): a is string => typeof a === 'string' && a.length <= 4096) || argv.length > 200) {
+    return 'the command is not a short list of words';
+  }
+  const value = (flag: string): string | undefined => {
+    const i = argv.indexOf(flag);
+    return i >= 0 && i + 1 < argv.length ? argv[i + 1] : undefined;
+  };
+  const integer = (flag: string, max: number): number | string => {
+    const v = value(flag);
+    if (v === undefined || !/^(0|[1-9][0-9]{0,15})$/.test(v)) return `${flag} is not a whole number`;
+    const n = Number(v);
+    return Number.isSafeInteger(n) && n <= max ? n : `${flag} ${v} is over ${max}`;
+  };
+  const mode = value('--mode') as VerifyMode | undefined;
+  if (mode === undefined || !MODES.includes(mode)) return '--mode is not gate, measure or profile';
+  if (value('--platform') !== platform) return `--platform is not ${platform}, this machine's`;
+  const draw = integer('--draw', Number.MAX_SAFE_INTEGER);
+  const rounds = integer('--rounds', VERIFY_LIMITS.rounds);
+  const repeats = integer('--repeats', VERIFY_LIMITS.repeats);
+  const warmup = integer('--warmup', VERIFY_LIMITS.warmup);
+  for (const n of [draw, rounds, repeats, warmup]) if (typeof n === 'string') return n;
+  const arms: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] !== '--arm') continue;
+    const [arm, dir] = (argv[i + 1] ?? '').split('=');
+    if (arm === undefined || !ARM_NAME.test(arm) || dir !== `${VERIFIER_PROGRAMS_DIR}/${arm}`) {
+      return `--arm ${JSON.stringify(argv[i + 1] ?? '').slice(0, 60)} is not NAME=${VERIFIER_PROGRAMS_DIR}/NAME`;
+    }
+    if (arms.includes(arm)) return `arm ${arm} is named twice`;
+    arms.push(arm);
+  }
+  if (arms.length === 0 || arms.length > VERIFY_LIMITS.arms) return `not 1 to ${VERIFY_LIMITS.arms} arms`;
+  const opts: VerifyOptions = {
+    mode,
+    platform,
+    draw: draw as number,
+    arms,
+    rounds: rounds as number,
+    repeats: repeats as number,
+    warmup: warmup as number,
+    ...(argv.includes('--trace') ? { trace: true } : {}),
+  };
+  const rebuilt = verifyCommand(ctx, opts);
+  const same = rebuilt.length === argv.length && rebuilt.every((w, i) => w === argv[i]);
+  return same ? opts : "the command is not the verifier's, word for word, for this target";
+}
+
 export type ExportOutcome = ExportEvidence;
 
 /**
@@ -557,36 +619,57 @@ export async function crashProbe(
  * commit whose protected paths are the ones the candidate was guarded against: the champion). The
  * session document lands at `sessionFile`.
  */
-export async function runVerifier(
+/** Where a verifier session's programs come from and its outputs go. */
+export interface VerifierPlaces {
+  /** The harness's commit: the verifier tree is its files, the editable paths removed. */
+  harness: string;
+  /** Each arm's exported programs. */
+  programs: Readonly<Record<string, string>>;
+  sessionFile: string;
+  logFile: string;
+  traceDir?: string;
+  /** Names the verifier tree (one per concurrent use). */
+  name: string;
+}
+
+/**
+ * The job of one verifier session: the harness's tree with the arms' programs in it, and the verifier's
+ * command. Old outputs are removed first. runVerifier runs it; the tools relay's server builds its jobs
+ * here too, from the options it parsed, never from a command it was sent.
+ */
+export async function verifierJob(
   ctx: LoopContext,
   ev: IterationEvidence | { iteration: number },
-  o: VerifyOptions & {
-    backend: Backend;
-    harness: string;
-    programs: Readonly<Record<string, string>>;
-    sessionFile: string;
-    logFile: string;
-    traceDir?: string;
-    name: string;
-    step: 'cpu-gate' | 'accelerator-gate' | 'measure' | 'profile';
-  },
-): Promise<VerifierRun> {
+  o: VerifyOptions & VerifierPlaces,
+): Promise<JobSpec> {
   const tree = await oneAtATime(() => verifierTree(ctx, o.harness, o.name, o.programs));
   rmSync(o.sessionFile, { force: true });
   rmSync(o.logFile, { force: true });
   if (o.traceDir) rmSync(o.traceDir, { recursive: true, force: true });
-  const timeout = ctx.target.bench.timeout_minutes;
-  const result = await o.backend.run({
+  return {
     id: jobId(ctx.runId, ev, 'verify', o.name, Date.now()),
     command: verifyCommand(ctx, o),
     workdir: tree,
-    timeoutMs: timeout * MINUTE_MS,
+    timeoutMs: ctx.target.bench.timeout_minutes * MINUTE_MS,
     outputs: { metrics: o.sessionFile, ...(o.traceDir ? { trace: o.traceDir } : {}) },
     logFile: o.logFile,
     signal: ctx.signal,
     cacheKey: VERIFIER_CACHE_KEY,
     include: [VERIFIER_PROGRAMS_DIR],
-  });
+  };
+}
+
+export async function runVerifier(
+  ctx: LoopContext,
+  ev: IterationEvidence | { iteration: number },
+  o: VerifyOptions &
+    VerifierPlaces & {
+      backend: Backend;
+      step: 'cpu-gate' | 'accelerator-gate' | 'measure' | 'profile';
+    },
+): Promise<VerifierRun> {
+  const timeout = ctx.target.bench.timeout_minutes;
+  const result = await o.backend.run(await verifierJob(ctx, ev, o));
   if (result.isolation && 'gates' in ev)
     recordIsolation(ev, o.step, { mode: result.isolation, job: ctx.job });
   if (result.killedBy === 'abort') throw new Interrupted('verifier cancelled');

@@ -1,0 +1,206 @@
+/**
+ * The credentialed end of the tools relay: a job that holds the measuring machine (TPU VM, Ray) while
+ * the run's propose jobs work, and answers their agents' tools with verifier sessions there.
+ *
+ * It takes from a request only what a verifier session needs and nothing it would run: the command
+ * must be the verifier's, word for word as this job's own config builds it (parseVerifyCommand), and
+ * the job it runs is rebuilt from the parsed options on the harness's commit this job was given, with
+ * the request's programs (plain files, within limits) as the arms. Programs are data, as between the
+ * gate and measure jobs; no candidate code runs here. The budget is this job's own count — the
+ * iteration's `agent.tools` calls (two sessions each: a tool may need the champion's too) and machine
+ * seconds over all its propose jobs — whatever the clients say they spent.
+ */
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { RelayStore } from '../../compute/index.js';
+import { errorMessage, readPlainFile } from '../../util/index.js';
+import type { LoopContext } from '../context.js';
+import { type Platform, parseVerifyCommand, verifierJob } from '../steps/programs.js';
+import {
+  answerName,
+  LOG_TAIL_BYTES,
+  parseName,
+  RELAY_VERSION,
+  REQUEST_LIMITS,
+  type RelayAnswer,
+  readRequest,
+  relayPrefix,
+  requestName,
+} from './protocol.js';
+
+export interface ServeOptions {
+  /** An opened context whose backend is the measuring machine. */
+  ctx: LoopContext;
+  store: RelayStore;
+  /** The harness's commit: the champion the propose jobs started from. */
+  harness: string;
+  iteration: number;
+  /** The clients to serve (`main`, or c1 … ck): the serving ends once each has said it is done. */
+  clients: readonly string[];
+  /** Stop at this time (epoch ms) even if a client never said it was done. */
+  deadline: number;
+  pollMs?: number;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+export interface ServeReport {
+  served: number;
+  refused: number;
+  /** Machine seconds the served sessions took. */
+  seconds: number;
+  /** Why the serving ended. */
+  ended: 'done' | 'deadline' | 'cancelled';
+}
+
+/** Serve the run's tools relay until every client is done, the deadline passes or the run is cancelled. */
+export async function serveToolsRelay(o: ServeOptions): Promise<ServeReport> {
+  const { ctx, store } = o;
+  const pollMs = o.pollMs ?? 5_000;
+  const sleep = o.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  const cfg = ctx.config.agent.tools;
+  const budget = { sessions: 2 * cfg.max_calls, ms: cfg.max_seconds * 1000 };
+  const report: ServeReport = { served: 0, refused: 0, seconds: 0, ended: 'done' };
+  const answered = new Set<string>();
+  const platform = ctx.backend.info().platform as Platform;
+  let spentMs = 0;
+
+  for (;;) {
+    if (ctx.signal.aborted) return { ...report, ended: 'cancelled' };
+    const names = new Set(await store.list(relayPrefix(ctx.runId)));
+    const parsed = [...names].map((n) => ({ n, p: parseName(ctx.runId, n) }));
+    const pending = parsed
+      .flatMap(({ p }) =>
+        p && p.kind === 'request' && o.clients.includes(p.client) ? [{ client: p.client, seq: p.seq }] : [],
+      )
+      .filter((r) => !names.has(answerName(ctx.runId, r.client, r.seq)))
+      .filter((r) => !answered.has(answerName(ctx.runId, r.client, r.seq)))
+      .sort((a, b) => a.seq - b.seq || a.client.localeCompare(b.client));
+    for (const r of pending) {
+      if (ctx.signal.aborted) return { ...report, ended: 'cancelled' };
+      const spent =
+        report.served >= budget.sessions
+          ? `the iteration's ${budget.sessions} tool sessions are spent (agent.tools.max_calls ${cfg.max_calls}, two sessions a call)`
+          : spentMs >= budget.ms
+            ? `the iteration's ${cfg.max_seconds} machine second(s) are spent (agent.tools.max_seconds)`
+            : undefined;
+      const answer = await serveOne(o, r.client, r.seq, platform, spent);
+      answered.add(answerName(ctx.runId, r.client, r.seq));
+      if (answer.refused) report.refused++;
+      else {
+        report.served++;
+        spentMs += answer.durationMs;
+      }
+    }
+    const done = o.clients.every((c) => parsed.some(({ p }) => p?.kind === 'done' && p.client === c));
+    // Requests published before a client's done marker were in this listing and are answered above.
+    if (done && pending.length === 0) return { ...report, seconds: spentMs / 1000 };
+    if (Date.now() > o.deadline) return { ...report, seconds: spentMs / 1000, ended: 'deadline' };
+    if (pending.length === 0) await sleep(pollMs);
+  }
+}
+
+/** Take one request, run its session (unless `refuse` says why not) and publish the answer. */
+async function serveOne(
+  o: ServeOptions,
+  client: string,
+  seq: number,
+  platform: Platform,
+  refuse: string | undefined,
+): Promise<RelayAnswer> {
+  const { ctx, store } = o;
+  const name = requestName(ctx.runId, client, seq);
+  const scratch = mkdtempSync(join(tmpdir(), 'hillclimb-relay-serve-'));
+  const out = join(scratch, 'answer');
+  mkdirSync(out);
+  let answer: RelayAnswer;
+  try {
+    answer = refuse
+      ? refused(refuse)
+      : await session(o, name, join(scratch, 'request'), out, platform, `relay-${client}-${seq}`);
+  } catch (e) {
+    answer = {
+      version: RELAY_VERSION,
+      exitCode: null,
+      durationMs: 0,
+      infraError: errorMessage(e).slice(0, 2000),
+    };
+  }
+  writeFileSync(join(out, 'answer.json'), `${JSON.stringify(answer)}\n`);
+  try {
+    await store.put(answerName(ctx.runId, client, seq), out);
+  } catch (e) {
+    // The client gives up at its own deadline; the serving goes on with the next request.
+    ctx.logger.warn(`tools relay: could not answer ${name}: ${errorMessage(e)}`);
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+  ctx.logger.info(
+    `tools relay: ${name}: ${answer.refused ? `refused (${answer.refused})` : answer.infraError ? `failed (${answer.infraError})` : `exit ${answer.exitCode} in ${(answer.durationMs / 1000).toFixed(1)} s`}`,
+  );
+  return answer;
+}
+
+function refused(why: string): RelayAnswer {
+  return { version: RELAY_VERSION, exitCode: null, durationMs: 0, refused: why };
+}
+
+/** One request's verifier session, on the options parsed from its command and its programs. */
+async function session(
+  o: ServeOptions,
+  name: string,
+  into: string,
+  out: string,
+  platform: Platform,
+  treeName: string,
+): Promise<RelayAnswer> {
+  const { ctx } = o;
+  try {
+    await o.store.get(name, into, REQUEST_LIMITS);
+  } catch (e) {
+    return refused(errorMessage(e).slice(0, 500));
+  }
+  const request = readRequest(join(into, 'request.json'));
+  if (typeof request === 'string') return refused(request);
+  const opts = parseVerifyCommand(ctx, request.command, platform);
+  if (typeof opts === 'string') return refused(opts);
+  const programs: Record<string, string> = {};
+  for (const arm of opts.arms) {
+    const dir = join(into, 'programs', arm);
+    if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory() || readdirSync(dir).length === 0) {
+      return refused(`no programs for arm ${arm}`);
+    }
+    programs[arm] = dir;
+  }
+  const sessionFile = join(out, 'session.json');
+  const logFile = join(out, 'verify.full.log');
+  const job = await verifierJob(
+    ctx,
+    { iteration: o.iteration },
+    {
+      ...opts,
+      harness: o.harness,
+      programs,
+      sessionFile,
+      logFile,
+      ...(opts.trace ? { traceDir: join(out, 'trace') } : {}),
+      name: treeName,
+    },
+  );
+  const result = await ctx.backend.run(job);
+  // The verifier's log, its tail: a crash's last lines are what the tools' answer quotes.
+  try {
+    const log = readPlainFile(logFile);
+    writeFileSync(join(out, 'verify.log'), log.subarray(Math.max(0, log.length - LOG_TAIL_BYTES)));
+  } catch {
+    // no log: the answer says what happened
+  }
+  rmSync(logFile, { force: true });
+  return {
+    version: RELAY_VERSION,
+    exitCode: result.exitCode,
+    durationMs: result.durationMs,
+    ...(result.killedBy ? { killedBy: result.killedBy } : {}),
+    ...(result.infraError ? { infraError: result.infraError } : {}),
+  };
+}
