@@ -64,6 +64,7 @@ export async function serveToolsRelay(o: ServeOptions): Promise<ServeReport> {
   const answered = new Set<string>();
   const platform = ctx.backend.info().platform as Platform;
   let spentMs = 0;
+  let idle = 0;
 
   for (;;) {
     if (ctx.signal.aborted) return { ...report, ended: 'cancelled' };
@@ -96,7 +97,10 @@ export async function serveToolsRelay(o: ServeOptions): Promise<ServeReport> {
     // Requests published before a client's done marker were in this listing and are answered above.
     if (done && pending.length === 0) return { ...report, seconds: spentMs / 1000 };
     if (Date.now() > o.deadline) return { ...report, seconds: spentMs / 1000, ended: 'deadline' };
-    if (pending.length === 0) await sleep(pollMs);
+    // While nothing comes the listing slows to a sixth of its pace (an agent thinks for minutes between
+    // calls, and each listing is a call to the artifact service); a request brings it back at once.
+    idle = pending.length === 0 ? idle + 1 : 0;
+    if (idle > 0) await sleep(pollMs * Math.min(6, Math.ceil(idle / 12)));
   }
 }
 
