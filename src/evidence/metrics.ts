@@ -71,7 +71,7 @@ export interface MetricsTiming {
   repeats: number;
   /**
    * How `samples_ms` was timed: 'perf_counter+block_until_ready' (wall clock), or
-   * 'process_time+block_until_ready (one pinned core)' (CPU time, which other work cannot stretch).
+   * 'process_time+block_until_ready (one pinned core)' (CPU time, which other work's preemptions cannot stretch).
    */
   clock: string;
   /** How `wall_samples_ms` was timed, when `samples_ms` is on another clock. */

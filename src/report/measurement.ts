@@ -78,7 +78,7 @@ export function clockLine(m: MeasurementEvidence): string | undefined {
   const clock = m.clock;
   if (!clock) return undefined;
   const what = clock.name.startsWith(CPU_CLOCK)
-    ? "CPU time of the verifier's one pinned core (other work on the machine cannot stretch it)"
+    ? "CPU time of the verifier's one pinned core (other work's preemptions cannot stretch it)"
     : `the wall clock (${code(clock.name)})`;
   const wall = clock.wall;
   const beside =
@@ -101,7 +101,7 @@ function machineText(m: MeasurementEvidence, cpuClock: boolean): string {
   const said = ` Machine: load ${formatFixed(load.load, 1)} on ${load.cpus} core${load.cpus === 1 ? '' : 's'} (${formatFixed(load.loadPerCore, 2)} a core)${steal}`;
   if (!isBusy(load)) return `${said}.`;
   return cpuClock
-    ? `${said}: busy; the CPU-time clock decided, which other work cannot stretch, and the rounds' noise is in the interval.`
+    ? `${said}: busy; the CPU-time clock decided, which preemptions cannot stretch, and the rounds' noise is in the interval. What it cannot take out is the core's other hyperthread and the caches other work evicts, which can slow one program more than the other: on a machine this busy the effect's size can be off by more than its interval says, so measure again where nothing else runs before quoting it.`
     : `${said}: busy, and the wall clock decided: other work's preemptions are in these times and widen the interval; measure where nothing else runs for a verdict this noise does not blur.`;
 }
 

@@ -115,7 +115,7 @@ describe('renderComment delta table', () => {
     for (const r of m.runs) r.wall = (r.value ?? 0) * 1.5;
     const body = renderComment(ev, []).body;
     expect(body).toContain(
-      "Clock: CPU time of the verifier's one pinned core (other work on the machine cannot stretch it); the wall clock beside it says 1.214× (median A / median B, a busy machine's preemptions included).",
+      "Clock: CPU time of the verifier's one pinned core (other work's preemptions cannot stretch it); the wall clock beside it says 1.214× (median A / median B, a busy machine's preemptions included).",
     );
     // The raw runs show both clocks, run by run.
     const first = m.runs[0]!;

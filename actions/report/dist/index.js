@@ -71764,7 +71764,7 @@ var CPU_CLOCK = "process_time+block_until_ready";
 function clockLine(m) {
   const clock = m.clock;
   if (!clock) return void 0;
-  const what = clock.name.startsWith(CPU_CLOCK) ? "CPU time of the verifier's one pinned core (other work on the machine cannot stretch it)" : `the wall clock (${code(clock.name)})`;
+  const what = clock.name.startsWith(CPU_CLOCK) ? "CPU time of the verifier's one pinned core (other work's preemptions cannot stretch it)" : `the wall clock (${code(clock.name)})`;
   const wall = clock.wall;
   const beside = wall === void 0 ? "" : wall.ratio === null ? "; no wall-clock times beside it" : `; the wall clock beside it says ${formatRatio(wall.ratio)} (median A / median B, a busy machine's preemptions included)`;
   return `Clock: ${what}${beside}.${machineText(m, clock.name.startsWith(CPU_CLOCK))}`;
@@ -71775,7 +71775,7 @@ function machineText(m, cpuClock) {
   const steal = load2.stealShare === null ? "" : `, steal ${formatPercent(load2.stealShare, 1)}`;
   const said = ` Machine: load ${formatFixed(load2.load, 1)} on ${load2.cpus} core${load2.cpus === 1 ? "" : "s"} (${formatFixed(load2.loadPerCore, 2)} a core)${steal}`;
   if (!isBusy(load2)) return `${said}.`;
-  return cpuClock ? `${said}: busy; the CPU-time clock decided, which other work cannot stretch, and the rounds' noise is in the interval.` : `${said}: busy, and the wall clock decided: other work's preemptions are in these times and widen the interval; measure where nothing else runs for a verdict this noise does not blur.`;
+  return cpuClock ? `${said}: busy; the CPU-time clock decided, which preemptions cannot stretch, and the rounds' noise is in the interval. What it cannot take out is the core's other hyperthread and the caches other work evicts, which can slow one program more than the other: on a machine this busy the effect's size can be off by more than its interval says, so measure again where nothing else runs before quoting it.` : `${said}: busy, and the wall clock decided: other work's preemptions are in these times and widen the interval; measure where nothing else runs for a verdict this noise does not blur.`;
 }
 function barsLine(m) {
   const c3 = m.comparison;
