@@ -48,8 +48,8 @@ describe('machine load', () => {
     );
     const cpu = clockLine(m(busy, 'process_time+block_until_ready (one pinned core)'));
     expect(cpu).toContain(': busy; the CPU-time clock decided');
-    // Not that a busy machine cannot move it: beside a test suite at load 7 the demo's blocked inverse
-    // read 1.647× [1.582×, 1.715×] (about 1.2× quiet).
+    // Not that a busy machine cannot move it: bench:verdict's 0001 read 1.178× at load 11 against
+    // 1.218× quiet, each with an interval of under ±1% (README, "Which clock decides").
     expect(cpu).toContain("the effect's size can be off by more than its interval says");
     const quiet = { load: 0.4, cpus: 2, loadPerCore: 0.2, stealShare: null };
     expect(clockLine(m(quiet, 'perf_counter+block_until_ready'))).toMatch(

@@ -204,17 +204,16 @@ describe('the tools relay', () => {
         // The right command, no programs for its arm.
         [good, {}],
       ];
-      for (const [i, [command, files, extra]] of attacks.entries()) {
-        publishRequest(store, `${name(i + 1)}-request`, command, files, extra);
-      }
       // A request from a client the serving job was not told of is never served.
       publishRequest(store, `hillclimb-tools-${runId}-c7-0001-request`, good, programs);
       const deadline = Date.now() + 60_000;
-      for (let i = 1; i <= attacks.length; i++) {
-        while (!(await store.list(`${name(i)}-answer`)).length && Date.now() < deadline) {
-          await new Promise((r) => setTimeout(r, 50));
+      // One at a time, as a propose job's calls come (its newest request is the one answered).
+      for (const [i, [command, files, extra]] of attacks.entries()) {
+        publishRequest(store, `${name(i + 1)}-request`, command, files, extra);
+        while (!(await store.list(`${name(i + 1)}-answer`)).length && Date.now() < deadline) {
+          await new Promise((r) => setTimeout(r, 20));
         }
-        answers.push(await answerOf(store, `${name(i)}-answer`));
+        answers.push(await answerOf(store, `${name(i + 1)}-answer`));
       }
       expect(await store.list(`hillclimb-tools-${runId}-c7-`)).toEqual([
         `hillclimb-tools-${runId}-c7-0001-request`,
@@ -227,7 +226,7 @@ describe('the tools relay', () => {
       "the command is not the verifier's, word for word, for this target",
       expect.stringMatching(/--arm "B=..\/..\/..\/etc" is not NAME=/),
       "--platform is not cpu, this machine's",
-      '--rounds 100000 is over 30',
+      '--rounds 100000 is over 10',
       'request.json has no command (a list of words)',
       expect.stringMatching(/holds what the relay never takes: .*manifest\.json: a symbolic link/),
       'no programs for arm B',
@@ -255,7 +254,7 @@ describe('the tools relay', () => {
       expect(answers[1]).toMatch(/^screen \(advisory/);
       // Two sessions a call: the third is refused by the serving job, and the agent hears why.
       expect(answers[2]).toMatch(
-        /the tools relay: refused: the iteration's 2 tool sessions are spent \(agent\.tools\.max_calls 1/,
+        /the tools relay: refused: this propose job's 2 tool sessions are spent \(agent\.tools\.max_calls 1, two sessions a call\)/,
       );
       expect(ev.tools).toBeUndefined();
     });
@@ -300,7 +299,7 @@ describe('the tools relay without a serving job', () => {
     const result = await relay.run(job);
     expect(result).toMatchObject({
       exitCode: null,
-      infraError: expect.stringMatching(/^the tools relay: no answer from /),
+      infraError: expect.stringMatching(/^the tools relay: no job serves the tools relay of this run/),
     });
     // A second session goes on from the first's number; a retried job (a new client object) after both.
     await relay.run(job);
@@ -322,4 +321,138 @@ describe('the tools relay without a serving job', () => {
     // A job that is not the verifier's never leaves this job.
     await expect(relay.run({ ...job, cacheKey: 'other' })).rejects.toThrow('not local');
   }, 30_000);
+});
+
+describe("the tools relay's serving job, when clients misbehave or stop", () => {
+  /** The serving job over `store` for `clients`, as a promise, with its context open until it ends. */
+  async function serving(
+    overrides: Record<string, unknown>,
+    clients: readonly string[],
+    deadlineMs: number,
+    fn: (o: { store: RelayStore; runId: string; gate: string[] }) => Promise<void>,
+    before?: (o: { store: RelayStore; runId: string; gate: string[] }) => Promise<void>,
+  ): Promise<ServeReport> {
+    const runId = `relay-${Math.random().toString(16).slice(2, 8)}`;
+    const store = folderRelayStore(mkdtempSync(join(root, 'store-')));
+    const opts = { configFile: join(repo, 'hillclimb.yml'), overrides, logger: memoryLogger() };
+    return withContext(opts, runId, ['measure'], async (ctx) => {
+      const gate = verifyCommand(ctx, {
+        mode: 'gate',
+        platform: 'cpu',
+        draw: 7,
+        arms: ['B'],
+        repeats: 1,
+        warmup: 0,
+      });
+      await before?.({ store, runId, gate });
+      const served = serveToolsRelay({
+        ctx,
+        store,
+        harness: await ctx.git.revParse('HEAD'),
+        iteration: 1,
+        clients,
+        deadline: Date.now() + deadlineMs,
+        ...FAST,
+      });
+      await fn({ store, runId, gate });
+      return await served;
+    });
+  }
+  const programs = { 'programs/B/manifest.json': '{}' };
+  const name = (runId: string, client: string, n: number) =>
+    `hillclimb-tools-${runId}-${client}-${String(n).padStart(4, '0')}`;
+  async function answered(store: RelayStore, n: string): Promise<Record<string, unknown>> {
+    const deadline = Date.now() + 60_000;
+    while (!(await store.list(`${n}-answer`)).length && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    return answerOf(store, `${n}-answer`);
+  }
+
+  it("gives each candidate its own share, answers a job's newest request only, and none of a job that is done", async () => {
+    let c1: Record<string, unknown>[] = [];
+    const report = await serving(
+      { 'agent.tools.max_calls': 3 },
+      ['c1', 'c2', 'c3'],
+      120_000,
+      async ({ store, runId, gate }) => {
+        c1.push(await answered(store, name(runId, 'c1', 2)));
+        // c1 spends its share (max_calls 3 over 3 candidates: one call, two sessions) and asks once more.
+        publishRequest(store, `${name(runId, 'c1', 3)}-request`, gate, programs);
+        c1.push(await answered(store, name(runId, 'c1', 3)));
+        publishRequest(store, `${name(runId, 'c1', 4)}-request`, gate, programs);
+        c1.push(await answered(store, name(runId, 'c1', 4)));
+        // c3 has its own share still.
+        publishRequest(store, `${name(runId, 'c3', 1)}-request`, gate, programs);
+        const c3 = await answered(store, name(runId, 'c3', 1));
+        expect(c3.refused).toBeUndefined();
+        await markRelayDone(store, runId, 'c1');
+        await markRelayDone(store, runId, 'c3');
+        const names = await store.list(`hillclimb-tools-${runId}-`);
+        expect(names).not.toContain(`${name(runId, 'c1', 1)}-answer`);
+        expect(names).not.toContain(`${name(runId, 'c2', 1)}-answer`);
+        expect(names).toContain(`hillclimb-tools-${runId}-serving`);
+      },
+      async ({ store, runId, gate }) => {
+        // Before the serving job first looks: c1 gave up on its first request and sent a second; c2
+        // sent one and is done (nobody waits for it).
+        publishRequest(store, `${name(runId, 'c1', 1)}-request`, gate, programs);
+        publishRequest(store, `${name(runId, 'c1', 2)}-request`, gate, programs);
+        publishRequest(store, `${name(runId, 'c2', 1)}-request`, gate, programs);
+        await markRelayDone(store, runId, 'c2');
+      },
+    );
+    c1 = c1.map((a) => ({ refused: a.refused }));
+    expect(c1).toEqual([
+      { refused: undefined },
+      { refused: undefined },
+      {
+        refused:
+          "this propose job's 2 tool sessions are spent (agent.tools.max_calls 3 split over 3 candidates, two sessions a call)",
+      },
+    ]);
+    expect(report).toMatchObject({ served: 3, refused: 1, ended: 'done' });
+  }, 120_000);
+
+  it('refuses a session that would outlive its deadline, says it stopped, and a waiting job gives up at once', async () => {
+    let waited: Awaited<ReturnType<ReturnType<typeof relayBackend>['run']>> | undefined;
+    const report = await serving({}, ['main'], 1_500, async ({ store, runId, gate }) => {
+      publishRequest(store, `${name(runId, 'main', 1)}-request`, gate, programs);
+      expect((await answered(store, name(runId, 'main', 1))).refused).toBe(
+        'the tools relay stops serving before a session could end (serve-minutes)',
+      );
+      // A propose job that sends its next request once the serving job has stopped.
+      while (!(await store.list(`hillclimb-tools-${runId}-closed`)).length) {
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      const local = {
+        name: 'never',
+        open: async () => undefined,
+        close: async () => undefined,
+        info: () => ({ backend: 'local', hasAccelerator: false, platform: 'cpu' as const, description: 'x' }),
+        run: async () => ({ exitCode: 0, durationMs: 0, logFile: '' }),
+      };
+      const relay = relayBackend({ local, store, runId, client: 'main', serving: local.info(), pollMs: 20 });
+      const workdir = mkdtempSync(join(root, 'tree-'));
+      mkdirSync(join(workdir, '.hillclimb-programs', 'B'), { recursive: true });
+      writeFileSync(join(workdir, '.hillclimb-programs', 'B', 'manifest.json'), '{}');
+      const started = Date.now();
+      waited = await relay.run({
+        id: 'j',
+        command: gate,
+        workdir,
+        timeoutMs: 60_000,
+        outputs: { metrics: join(workdir, 'session.json') },
+        logFile: join(workdir, 'verify.log'),
+        cacheKey: VERIFIER_CACHE_KEY,
+        include: ['.hillclimb-programs'],
+      });
+      // Not its 11 minutes (the session's timeout and the grace): the serving job said it stopped.
+      expect(Date.now() - started).toBeLessThan(30_000);
+    });
+    expect(report.ended).toBe('deadline');
+    expect(waited).toMatchObject({
+      infraError: 'the tools relay: the serving job has stopped (its deadline, a failure, or the run ended)',
+    });
+  }, 120_000);
 });

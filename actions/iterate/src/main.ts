@@ -25,6 +25,7 @@ import {
   checkAgentApi,
   fetchKeptProgramsOf,
   KEPT_HANDOVER_DIR,
+  markRelayDone,
   resolveChampion,
   runPhase,
   runToolsRelay,
@@ -38,7 +39,16 @@ await runAction(async ({ logger }) => {
     'kept-programs',
     'check-agent',
     'tools-relay',
+    'tools-relay-done',
   ]);
+  if (mode === 'tools-relay-done') {
+    // In the propose job, however it ended: its place in the relay (main, or c<slot> in a search).
+    const slot = positiveInteger('slot');
+    const client = slot ? `c${slot}` : 'main';
+    await markRelayDone(artifactRelayStore(), requiredText('run-id'), client);
+    logger.info(`tools relay: ${client} is done`);
+    return;
+  }
   if (mode === 'tools-relay') {
     // In the credentialed job beside the propose jobs: their agents' tools, timed on the measuring
     // machine, until every one of them is done. No candidate code runs here: programs are data.

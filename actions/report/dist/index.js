@@ -85786,6 +85786,12 @@ function answerName(runId, client, seq) {
 function doneName(runId, client) {
   return `${relayPrefix(runId)}${client}-done`;
 }
+function servingName(runId) {
+  return `${relayPrefix(runId)}serving`;
+}
+function closedName(runId) {
+  return `${relayPrefix(runId)}closed`;
+}
 function parseName(runId, name) {
   const prefix = relayPrefix(runId);
   if (!name.startsWith(prefix)) return void 0;
@@ -85846,13 +85852,15 @@ function relayBackend(o2) {
   const pollMs = o2.pollMs ?? 5e3;
   const graceMs = o2.graceMs ?? 10 * 6e4;
   const sleep6 = o2.sleep ?? ((ms2) => new Promise((r) => setTimeout(r, ms2)));
-  let next;
+  let first;
+  let next = 0;
   const seq = async () => {
-    if (next === void 0) {
-      const used = (await o2.store.list(relayPrefix(o2.runId))).map((n2) => parseName(o2.runId, n2)).filter((p) => p !== void 0 && p.client === o2.client && "seq" in p).map((p) => p.seq);
-      next = Math.max(0, ...used) + 1;
-    }
-    return next++;
+    first ??= o2.store.list(relayPrefix(o2.runId)).then((names) => {
+      const used = names.map((n3) => parseName(o2.runId, n3)).filter((p) => p !== void 0 && p.client === o2.client && "seq" in p).map((p) => p.seq);
+      return Math.max(0, ...used) + 1;
+    });
+    const n2 = next++;
+    return await first + n2;
   };
   const failed = (job, started, why) => ({
     exitCode: null,
@@ -85874,7 +85882,22 @@ function relayBackend(o2) {
       const deadline = started + job.timeoutMs + graceMs;
       for (; ; ) {
         if (job.signal?.aborted) return { ...failed(job, started, "cancelled"), killedBy: "abort" };
-        if ((await o2.store.list(answer)).includes(answer)) break;
+        const names = await o2.store.list(relayPrefix(o2.runId));
+        if (names.includes(answer)) break;
+        if (names.includes(closedName(o2.runId))) {
+          return failed(
+            job,
+            started,
+            "the serving job has stopped (its deadline, a failure, or the run ended)"
+          );
+        }
+        if (!names.includes(servingName(o2.runId)) && Date.now() - started > graceMs) {
+          return failed(
+            job,
+            started,
+            `no job serves the tools relay of this run (nothing in ${o2.store.where} within ${Math.round(graceMs / 6e4)} min)`
+          );
+        }
         if (Date.now() > deadline) {
           return failed(
             job,
@@ -85924,6 +85947,7 @@ function relayBackend(o2) {
   };
 }
 async function markRelayDone(store, runId, client) {
+  if ((await store.list(doneName(runId, client))).includes(doneName(runId, client))) return;
   const scratch = mkdtempSync11(join37(tmpdir11(), "hillclimb-relay-done-"));
   try {
     writeFileSync14(join37(scratch, "done.json"), `${JSON.stringify({ version: RELAY_VERSION })}

@@ -21,6 +21,7 @@ import { VERIFIER_PROGRAMS_DIR } from '../steps/programs.js';
 import {
   ANSWER_LIMITS,
   answerName,
+  closedName,
   doneName,
   parseName,
   RELAY_VERSION,
@@ -28,6 +29,7 @@ import {
   readAnswer,
   relayPrefix,
   requestName,
+  servingName,
 } from './protocol.js';
 
 export interface RelayClientOptions {
@@ -62,18 +64,21 @@ export function relayBackend(o: RelayClientOptions): Backend {
   const pollMs = o.pollMs ?? 5_000;
   const graceMs = o.graceMs ?? 10 * 60_000;
   const sleep = o.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
-  let next: number | undefined;
+  let first: Promise<number> | undefined;
+  let next = 0;
 
   /** The next sequence number: after any this client used before (a retried job of the same run). */
   const seq = async (): Promise<number> => {
-    if (next === undefined) {
-      const used = (await o.store.list(relayPrefix(o.runId)))
+    first ??= o.store.list(relayPrefix(o.runId)).then((names) => {
+      const used = names
         .map((n) => parseName(o.runId, n))
         .filter((p) => p !== undefined && p.client === o.client && 'seq' in p)
         .map((p) => (p as { seq: number }).seq);
-      next = Math.max(0, ...used) + 1;
-    }
-    return next++;
+      return Math.max(0, ...used) + 1;
+    });
+    // One listing, however many calls ask at once: each gets a number of its own.
+    const n = next++;
+    return (await first) + n;
   };
 
   const failed = (job: JobSpec, started: number, why: string): JobResult => ({
@@ -96,7 +101,23 @@ export function relayBackend(o: RelayClientOptions): Backend {
       const deadline = started + job.timeoutMs + graceMs;
       for (;;) {
         if (job.signal?.aborted) return { ...failed(job, started, 'cancelled'), killedBy: 'abort' };
-        if ((await o.store.list(answer)).includes(answer)) break;
+        const names = await o.store.list(relayPrefix(o.runId));
+        if (names.includes(answer)) break;
+        if (names.includes(closedName(o.runId))) {
+          return failed(
+            job,
+            started,
+            'the serving job has stopped (its deadline, a failure, or the run ended)',
+          );
+        }
+        // The serving job says so once it holds the machine: none within the grace, none is coming.
+        if (!names.includes(servingName(o.runId)) && Date.now() - started > graceMs) {
+          return failed(
+            job,
+            started,
+            `no job serves the tools relay of this run (nothing in ${o.store.where} within ${Math.round(graceMs / 60_000)} min)`,
+          );
+        }
         if (Date.now() > deadline) {
           return failed(
             job,
@@ -148,6 +169,8 @@ export function relayBackend(o: RelayClientOptions): Backend {
 
 /** Tell the serving job that `client` sends nothing more (its agent has ended): it stops once all have. */
 export async function markRelayDone(store: RelayStore, runId: string, client: string): Promise<void> {
+  // Said once: the propose phase says it, and the workflow's always-step again for a job that failed first.
+  if ((await store.list(doneName(runId, client))).includes(doneName(runId, client))) return;
   const scratch = mkdtempSync(join(tmpdir(), 'hillclimb-relay-done-'));
   try {
     writeFileSync(join(scratch, 'done.json'), `${JSON.stringify({ version: RELAY_VERSION })}\n`);

@@ -6,6 +6,7 @@
  *   hillclimb-tools-<run>-<client>-<seq>-request   request.json, programs/<arm>/<manifest and programs>
  *   hillclimb-tools-<run>-<client>-<seq>-answer    answer.json, session.json?, trace/?, verify.log?
  *   hillclimb-tools-<run>-<client>-done            the client's agent has ended: no more requests
+ *   hillclimb-tools-<run>-serving / -closed          the serving job holds the machine / has stopped
  *
  * `client` is one propose job (a search's candidate: c<slot>; else `main`). Either end reads the other's
  * folder as untrusted bytes: plain files, within limits, JSON of a known shape.
@@ -32,6 +33,16 @@ export function answerName(runId: string, client: string, seq: number): string {
 
 export function doneName(runId: string, client: string): string {
   return `${relayPrefix(runId)}${client}-done`;
+}
+
+/** Published by the serving job once it holds the machine: the clients' requests will be answered. */
+export function servingName(runId: string): string {
+  return `${relayPrefix(runId)}serving`;
+}
+
+/** Published by the serving job when it stops, however it stops: no request will be answered now. */
+export function closedName(runId: string): string {
+  return `${relayPrefix(runId)}closed`;
 }
 
 /** A published name, read back: whose, which, and what it is. */

@@ -19,6 +19,7 @@ import type { LoopContext } from '../context.js';
 import { type Platform, parseVerifyCommand, verifierJob } from '../steps/programs.js';
 import {
   answerName,
+  closedName,
   LOG_TAIL_BYTES,
   parseName,
   RELAY_VERSION,
@@ -27,6 +28,7 @@ import {
   readRequest,
   relayPrefix,
   requestName,
+  servingName,
 } from './protocol.js';
 
 export interface ServeOptions {
@@ -53,54 +55,104 @@ export interface ServeReport {
   ended: 'done' | 'deadline' | 'cancelled';
 }
 
+/** Answers one client may get beyond its sessions (refusals): more of its requests go unanswered. */
+const EXTRA_ANSWERS = 8;
+
 /** Serve the run's tools relay until every client is done, the deadline passes or the run is cancelled. */
 export async function serveToolsRelay(o: ServeOptions): Promise<ServeReport> {
   const { ctx, store } = o;
   const pollMs = o.pollMs ?? 5_000;
   const sleep = o.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
   const cfg = ctx.config.agent.tools;
-  const budget = { sessions: 2 * cfg.max_calls, ms: cfg.max_seconds * 1000 };
+  // Each propose job's share, as its own journal counts it (a search's candidates split the budget):
+  // one candidate's agent cannot spend its rivals' sessions.
+  const k = Math.max(1, o.clients.length);
+  const share = {
+    calls: Math.floor(cfg.max_calls / k),
+    sessions: 2 * Math.floor(cfg.max_calls / k),
+    ms: Math.floor(cfg.max_seconds / k) * 1000,
+  };
+  const spent = new Map(o.clients.map((c) => [c, { sessions: 0, ms: 0, answers: 0 }]));
   const report: ServeReport = { served: 0, refused: 0, seconds: 0, ended: 'done' };
   const answered = new Set<string>();
   const platform = ctx.backend.info().platform as Platform;
-  let spentMs = 0;
+  const sessionMs = ctx.target.bench.timeout_minutes * 60_000;
   let idle = 0;
+  const end = (ended: ServeReport['ended']): ServeReport => ({
+    ...report,
+    seconds: [...spent.values()].reduce((t, c) => t + c.ms, 0) / 1000,
+    ended,
+  });
 
-  for (;;) {
-    if (ctx.signal.aborted) return { ...report, ended: 'cancelled' };
-    const names = new Set(await store.list(relayPrefix(ctx.runId)));
-    const parsed = [...names].map((n) => ({ n, p: parseName(ctx.runId, n) }));
-    const pending = parsed
-      .flatMap(({ p }) =>
-        p && p.kind === 'request' && o.clients.includes(p.client) ? [{ client: p.client, seq: p.seq }] : [],
-      )
-      .filter((r) => !names.has(answerName(ctx.runId, r.client, r.seq)))
-      .filter((r) => !answered.has(answerName(ctx.runId, r.client, r.seq)))
-      .sort((a, b) => a.seq - b.seq || a.client.localeCompare(b.client));
-    for (const r of pending) {
-      if (ctx.signal.aborted) return { ...report, ended: 'cancelled' };
-      const spent =
-        report.served >= budget.sessions
-          ? `the iteration's ${budget.sessions} tool sessions are spent (agent.tools.max_calls ${cfg.max_calls}, two sessions a call)`
-          : spentMs >= budget.ms
-            ? `the iteration's ${cfg.max_seconds} machine second(s) are spent (agent.tools.max_seconds)`
-            : undefined;
-      const answer = await serveOne(o, r.client, r.seq, platform, spent);
-      answered.add(answerName(ctx.runId, r.client, r.seq));
-      if (answer.refused) report.refused++;
-      else {
-        report.served++;
-        spentMs += answer.durationMs;
+  // Best effort: a serving job run again (a re-run of the workflow's job) finds its own marker there.
+  await marker(store, servingName(ctx.runId)).catch((e: unknown) =>
+    ctx.logger.warn(`tools relay: could not say it serves: ${errorMessage(e)}`),
+  );
+  try {
+    for (;;) {
+      if (ctx.signal.aborted) return end('cancelled');
+      const names = new Set(await store.list(relayPrefix(ctx.runId)));
+      const parsed = [...names].map((n) => parseName(ctx.runId, n));
+      const done = new Set(parsed.flatMap((p) => (p?.kind === 'done' ? [p.client] : [])));
+      // A propose job's tool calls run one at a time: its newest unanswered request is the one it
+      // waits for, and older ones it gave up on. A client that is done waits for none.
+      const newest = new Map<string, number>();
+      for (const p of parsed) {
+        if (!p || p.kind !== 'request' || !spent.has(p.client) || done.has(p.client)) continue;
+        newest.set(p.client, Math.max(newest.get(p.client) ?? 0, p.seq));
       }
+      const pending = [...newest]
+        .filter(
+          ([c, seq]) =>
+            !names.has(answerName(ctx.runId, c, seq)) && !answered.has(answerName(ctx.runId, c, seq)),
+        )
+        .sort(([a], [b]) => a.localeCompare(b));
+      for (const [client, seq] of pending) {
+        if (ctx.signal.aborted) return end('cancelled');
+        const mine = spent.get(client)!;
+        answered.add(answerName(ctx.runId, client, seq));
+        // A flood of requests gets a few refusals, then silence: each answer is an artifact of the run.
+        if (mine.answers >= share.sessions + EXTRA_ANSWERS) continue;
+        mine.answers++;
+        const refuse =
+          mine.sessions >= share.sessions
+            ? `this propose job's ${share.sessions} tool sessions are spent (agent.tools.max_calls ${cfg.max_calls}${k > 1 ? ` split over ${k} candidates` : ''}, two sessions a call)`
+            : mine.ms >= share.ms
+              ? `this propose job's ${share.ms / 1000} machine second(s) are spent (agent.tools.max_seconds${k > 1 ? `, split over ${k} candidates` : ''})`
+              : Date.now() + sessionMs > o.deadline
+                ? 'the tools relay stops serving before a session could end (serve-minutes)'
+                : undefined;
+        const answer = await serveOne(o, client, seq, platform, refuse);
+        if (answer.refused) report.refused++;
+        else {
+          report.served++;
+          mine.sessions++;
+          mine.ms += answer.durationMs;
+        }
+      }
+      if (o.clients.every((c) => done.has(c)) && pending.length === 0) return end('done');
+      if (Date.now() > o.deadline) return end('deadline');
+      // While nothing comes the listing slows to a sixth of its pace (an agent thinks for minutes
+      // between calls, and each listing is a call to the artifact service); a request brings it back.
+      idle = pending.length === 0 ? idle + 1 : 0;
+      if (idle > 0) await sleep(pollMs * Math.min(6, Math.ceil(idle / 12)));
     }
-    const done = o.clients.every((c) => parsed.some(({ p }) => p?.kind === 'done' && p.client === c));
-    // Requests published before a client's done marker were in this listing and are answered above.
-    if (done && pending.length === 0) return { ...report, seconds: spentMs / 1000 };
-    if (Date.now() > o.deadline) return { ...report, seconds: spentMs / 1000, ended: 'deadline' };
-    // While nothing comes the listing slows to a sixth of its pace (an agent thinks for minutes between
-    // calls, and each listing is a call to the artifact service); a request brings it back at once.
-    idle = pending.length === 0 ? idle + 1 : 0;
-    if (idle > 0) await sleep(pollMs * Math.min(6, Math.ceil(idle / 12)));
+  } finally {
+    // However the serving ends: a propose job still waiting stops at once instead of at its deadline.
+    await marker(store, closedName(ctx.runId)).catch((e: unknown) =>
+      ctx.logger.warn(`tools relay: could not say it stopped: ${errorMessage(e)}`),
+    );
+  }
+}
+
+/** Publish an empty marker (a small JSON file) under `name`. */
+async function marker(store: RelayStore, name: string): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'hillclimb-relay-marker-'));
+  try {
+    writeFileSync(join(dir, 'marker.json'), `${JSON.stringify({ version: RELAY_VERSION })}\n`);
+    await store.put(name, dir);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 }
 
@@ -121,7 +173,7 @@ async function serveOne(
   try {
     answer = refuse
       ? refused(refuse)
-      : await session(o, name, join(scratch, 'request'), out, platform, `relay-${client}-${seq}`);
+      : await session(o, name, join(scratch, 'request'), out, platform, 'relay');
   } catch (e) {
     answer = {
       version: RELAY_VERSION,

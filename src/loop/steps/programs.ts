@@ -319,8 +319,11 @@ export function verifyCommand(ctx: LoopContext, o: VerifyOptions): string[] {
   ];
 }
 
-/** Bounds on a verifier command another job sends (the tools relay): far above what the tools ask. */
-export const VERIFY_LIMITS = { arms: 9, rounds: 30, repeats: 10_000, warmup: 1_000 } as const;
+/**
+ * Bounds on a verifier command another job sends (the tools relay): the tools' sessions have one or two
+ * arms (a check's, a screen's champion and tree) and at most 10 rounds (`screen`'s own limit).
+ */
+export const VERIFY_LIMITS = { arms: 2, rounds: 10, repeats: 10_000, warmup: 1_000 } as const;
 const ARM_NAME = /^[A-Z][A-Za-z0-9]{0,15}$/;
 const MODES: readonly VerifyMode[] = ['gate', 'measure', 'profile'];
 
@@ -337,9 +340,13 @@ export function parseVerifyCommand(
   if (!argv.every((a): a is string => typeof a === 'string' && a.length <= 4096) || argv.length > 200) {
     return 'the command is not a short list of words';
   }
+  // The verifier's own words come before `--`; the target's arguments after it are the config's, and
+  // the word-for-word comparison below holds them to it.
+  const end = argv.indexOf('--');
+  const own = end === -1 ? argv : argv.slice(0, end);
   const value = (flag: string): string | undefined => {
-    const i = argv.indexOf(flag);
-    return i >= 0 && i + 1 < argv.length ? argv[i + 1] : undefined;
+    const i = own.indexOf(flag);
+    return i >= 0 && i + 1 < own.length ? own[i + 1] : undefined;
   };
   const integer = (flag: string, max: number): number | string => {
     const v = value(flag);
@@ -356,11 +363,11 @@ export function parseVerifyCommand(
   const warmup = integer('--warmup', VERIFY_LIMITS.warmup);
   for (const n of [draw, rounds, repeats, warmup]) if (typeof n === 'string') return n;
   const arms: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    if (argv[i] !== '--arm') continue;
-    const [arm, dir] = (argv[i + 1] ?? '').split('=');
+  for (let i = 0; i < own.length; i++) {
+    if (own[i] !== '--arm') continue;
+    const [arm, dir] = (own[i + 1] ?? '').split('=');
     if (arm === undefined || !ARM_NAME.test(arm) || dir !== `${VERIFIER_PROGRAMS_DIR}/${arm}`) {
-      return `--arm ${JSON.stringify(argv[i + 1] ?? '').slice(0, 60)} is not NAME=${VERIFIER_PROGRAMS_DIR}/NAME`;
+      return `--arm ${JSON.stringify(own[i + 1] ?? '').slice(0, 60)} is not NAME=${VERIFIER_PROGRAMS_DIR}/NAME`;
     }
     if (arms.includes(arm)) return `arm ${arm} is named twice`;
     arms.push(arm);
@@ -374,7 +381,7 @@ export function parseVerifyCommand(
     rounds: rounds as number,
     repeats: repeats as number,
     warmup: warmup as number,
-    ...(argv.includes('--trace') ? { trace: true } : {}),
+    ...(own.includes('--trace') ? { trace: true } : {}),
   };
   const rebuilt = verifyCommand(ctx, opts);
   const same = rebuilt.length === argv.length && rebuilt.every((w, i) => w === argv[i]);
