@@ -3,7 +3,7 @@
 // (node_modules/.cache/hillclimb-act/<version>-<fix>/act). Built once per checkout; every later call finds
 // the binary and returns at once.
 //
-// It is `go install github.com/nektos/act@<version>` with three fixes, each making act do what GitHub does:
+// It is `go install github.com/nektos/act@<version>` with these fixes, each making act do what GitHub does:
 //
 // - A skipped job's outputs: GitHub gives every output of a skipped job the empty string; act 0.2.89
 //   leaves the job's `outputs:` templates uninterpolated, so `needs.<skipped>.outputs.x` reads as the
@@ -22,6 +22,14 @@
 //   included, so the other legs' outputs are lost (nektos/act#981, open). The fix keeps the templates;
 //   every leg interpolates them and adds its non-empty values. hillclimb.yml's search (a matrix of
 //   propose and cpu-gate jobs) hands each candidate's attestation on that way.
+// - @actions/artifact 6 (the client of src/compute/relay-store.ts) against act's artifact server, in two
+//   places where act 0.2.89 refuses what GitHub's service takes (the artifact actions the workflows pin
+//   bundle an older client, which meets neither): CreateArtifact carries a `mime_type` act's copy of the
+//   protocol lacks (HTTP 500, "unknown field"; the fix passes over unknown fields, protojson's
+//   DiscardUnknown), and the client's blob library (@azure/storage-blob 12.32) drops the `=` padding of
+//   the upload URL's base64 `sig`, which act then fails to decode ("Error unauthorized", nektos/act#6021;
+//   the fix decodes it with or without the padding). tests/workflows/act/relay-store.act.test.ts fails
+//   on a build without them.
 //
 // The source comes from the module proxy (`go mod download`, checked against go.sum's database like
 // `go install`), the fixes are applied to a copy, and `go build` builds the copy.
@@ -48,7 +56,7 @@ import { fileURLToPath } from 'node:url';
 
 const VERSION = 'v0.2.89';
 /** Bump when the fix below changes, so an old build is not reused. */
-const FIX = 'hc3';
+const FIX = 'hc4';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const dir = join(root, 'node_modules', '.cache', 'hillclimb-act', `${VERSION}-${FIX}`);
 const binary = join(dir, 'act');
@@ -116,6 +124,22 @@ const FIXES = [
       '\t\t\t\tjob.Outputs[k] = interpolated\n' +
       '\t\t\t}\n' +
       '\t\t}\n',
+  },
+  {
+    // The artifact server passes over request fields it does not know (@actions/artifact 6's mime_type).
+    file: join('pkg', 'artifacts', 'artifacts_v4.go'),
+    find: '\terr = protojson.Unmarshal(body, req)\n',
+    replace:
+      "\t// hillclimb: fields of a newer protocol (@actions/artifact 6's mime_type) are passed over, as GitHub's service knows them.\n" +
+      '\terr = protojson.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(body, req)\n',
+  },
+  {
+    // A signed URL's sig is taken with or without its base64 padding (nektos/act#6021).
+    file: join('pkg', 'artifacts', 'artifacts_v4.go'),
+    find: '\tdsig, _ := base64.URLEncoding.DecodeString(sig)\n',
+    replace:
+      "\t// hillclimb: @azure/storage-blob 12.32 drops the padding of the upload URL's sig (nektos/act#6021).\n" +
+      '\tdsig, _ := base64.RawURLEncoding.DecodeString(strings.TrimRight(sig, "="))\n',
   },
 ];
 

@@ -10,7 +10,7 @@
 import { mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { type CopyOptions, copyPlainTree, errorMessage } from '../util/index.js';
+import { type CopyOptions, copyPlainTree, errorMessage, notPlainFile } from '../util/index.js';
 
 export interface RelayStore {
   /** Where the folders are, for messages: "this run's artifacts", or the folder's path. */
@@ -33,18 +33,35 @@ function checkName(name: string): void {
   if (!NAME.test(name)) throw new Error(`relay: ${JSON.stringify(name)} is not a name the relay uses`);
 }
 
-/** Every plain file under `dir`, as paths relative to it. */
+/** Everything under `dir` but folders, as paths relative to it. */
 function filesUnder(dir: string): string[] {
   const out: string[] = [];
   const walk = (d: string) => {
     for (const e of readdirSync(d, { withFileTypes: true })) {
       const p = join(d, e.name);
       if (e.isDirectory()) walk(p);
-      else if (e.isFile()) out.push(relative(dir, p));
+      else out.push(relative(dir, p));
     }
   };
   walk(dir);
   return out.sort();
+}
+
+/**
+ * The files `put` publishes from `dir`: all of them plain files, or a throw naming what is not (a link,
+ * a device, a hard link), as the folder store's copy refuses them.
+ */
+function plainFilesToPut(name: string, dir: string): string[] {
+  const files = filesUnder(dir);
+  if (files.length === 0) throw new Error(`relay: ${name}: nothing to publish in ${dir}`);
+  const refused = files.flatMap((f) => {
+    const why = notPlainFile(join(dir, f));
+    return why ? [`${f}: ${why}`] : [];
+  });
+  if (refused.length > 0) {
+    throw new Error(`relay: ${name} holds what the relay never takes: ${refused.slice(0, 3).join('; ')}`);
+  }
+  return files;
 }
 
 /** Copy what was fetched to `dest` as plain files within `limits`, or throw naming what was refused. */
@@ -67,8 +84,7 @@ export function folderRelayStore(root: string): RelayStore {
     where: root,
     async put(name, dir) {
       checkName(name);
-      const files = filesUnder(dir);
-      if (files.length === 0) throw new Error(`relay: ${name}: nothing to publish in ${dir}`);
+      plainFilesToPut(name, dir);
       const partial = mkdtempSync(join(root, '.partial-'));
       takePlain(dir, partial, {}, name);
       try {
@@ -116,8 +132,9 @@ export function artifactRelayStore(): RelayStore {
     where: "this run's artifacts",
     async put(name, dir) {
       checkName(name);
-      const files = filesUnder(dir);
-      if (files.length === 0) throw new Error(`relay: ${name}: nothing to publish in ${dir}`);
+      // @actions/artifact zips a link's target (it follows links): a link is refused, as the folder
+      // store's copy refuses it.
+      const files = plainFilesToPut(name, dir);
       await (await open()).uploadArtifact(
         name,
         files.map((f) => join(dir, f)),

@@ -29,4 +29,4 @@ export type { TellingLineOptions } from './log-lines.js';
 export { tellingLogLine } from './log-lines.js';
 export { isSecretName, redact, secretsFromEnv } from './redact.js';
 export { Registry } from './registry.js';
-export { type CopyOptions, copyPlainTree, readPlainFile } from './untrusted-files.js';
+export { type CopyOptions, copyPlainTree, notPlainFile, readPlainFile } from './untrusted-files.js';

@@ -193,6 +193,11 @@ export interface ActRunOptions {
   runId: number;
   /** Use the stand-ins even where the real actions are at hand (to compare the two). */
   standIns?: boolean;
+  /**
+   * Serve act's artifact server (ACTIONS_RUNTIME_TOKEN and ACTIONS_RESULTS_URL for the jobs) even where
+   * the real artifact actions are absent: for a test's own action that uses @actions/artifact.
+   */
+  artifactServer?: boolean;
   timeoutMs?: number;
 }
 
@@ -389,7 +394,7 @@ export async function runAct(opts: ActRunOptions): Promise<ActRun> {
   ];
   const mappings = actionMappings(join(opts.repo, '.github', 'workflows'), opts.standIns);
   for (const m of mappings) args.push('--local-repository', `${m.uses}=${m.folder}`);
-  if (usesRealArtifactActions(mappings)) {
+  if (opts.artifactServer || usesRealArtifactActions(mappings)) {
     args.push(
       '--artifact-server-path',
       opts.world.artifacts,
