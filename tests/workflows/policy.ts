@@ -22,7 +22,8 @@
  *  agent-job           the job running ./actions/iterate has no write permission, no id-token, no cloud
  *                      auth step, and no secret but an agent's model API key (the tools relay's mode aside)
  *  relay-job           the job serving the agent tools relay (iterate mode tools-relay) holds the cloud
- *                      login: it runs no agent, no other iterate mode, no kernel-test and no profile
+ *                      login: it runs no agent, no other iterate mode, no kernel-test and no profile; a
+ *                      job that attaches the TPU (./actions/tpu mode attach) needs every such job
  *  candidate-job       jobs that run candidate code on the runner (kernel-test gate cpu) hold no secrets,
  *                      no write permission and no id-token
  *  writer-job          write permissions on contents, pull-requests or issues only in jobs that run no
@@ -160,9 +161,26 @@ export function policyViolations(
     else if (c['cancel-in-progress'] !== false) v('top', 'concurrency', 'cancel-in-progress must be false');
   }
 
+  // The jobs serving the tools relay: they time on the TPU a measuring job attaches, one job at a time.
+  const relayJobs = Object.entries(wf.jobs ?? {})
+    .filter(([, j]) =>
+      (j.steps ?? []).some((s) => s.uses === './actions/iterate' && s.with?.mode === 'tools-relay'),
+    )
+    .map(([n]) => n);
   for (const [jobName, job] of Object.entries(wf.jobs ?? {})) {
     const where = `jobs.${jobName}`;
     const steps = job.steps ?? [];
+    const attaches = steps.some((s) => s.uses === './actions/tpu' && s.with?.mode === 'attach');
+    if (attaches && !relayJobs.includes(jobName)) {
+      const needs = ([] as unknown[]).concat(job.needs ?? []).map(String);
+      const missing = relayJobs.filter((r) => !needs.includes(r));
+      if (missing.length > 0)
+        v(
+          where,
+          'relay-job',
+          `attaches the TPU without waiting for ${missing.join(', ')}, which times on it`,
+        );
+    }
     const p = job.permissions;
     const grants: Record<string, string> = {};
     if (!p || typeof p !== 'object' || Array.isArray(p)) {

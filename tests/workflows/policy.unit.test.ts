@@ -52,6 +52,7 @@ describe('workflow policy', () => {
       'bad-loop.yml: jobs.relay: agent-job: authenticates to a cloud',
       'bad-loop.yml: jobs.relay: relay-job: serves the tools relay beside propose: it holds the cloud login',
       'bad-loop.yml: jobs.relay: sandbox: let the sandbox use user namespaces before untrusted code runs',
+      'bad-loop.yml: jobs.measure: relay-job: attaches the TPU without waiting for relay, which times on it',
     ]);
   });
 });
