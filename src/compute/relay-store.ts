@@ -10,7 +10,7 @@
 import { mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { type CopyOptions, copyPlainTree, errorMessage, notPlainFile } from '../util/index.js';
+import { type CopyOptions, copyPlainTree, errorMessage, notPlainFile, unzipBounded } from '../util/index.js';
 
 export interface RelayStore {
   /** Where the folders are, for messages: "this run's artifacts", or the folder's path. */
@@ -111,6 +111,9 @@ export function folderRelayStore(root: string): RelayStore {
   };
 }
 
+/** Limits an unpacked artifact holds to when the caller names none. */
+const UNZIP_DEFAULTS = { maxTotalBytes: 2 * 1024 ** 3, maxFileBytes: 1024 ** 3, maxFiles: 100_000 };
+
 /** Retention of the relay's artifacts: they matter only while the run's propose jobs last. */
 const RETENTION_DAYS = 1;
 
@@ -155,11 +158,19 @@ export function artifactRelayStore(): RelayStore {
       if (limits.maxTotalBytes !== undefined && found.size > limits.maxTotalBytes) {
         throw new Error(`relay: ${name} is ${found.size} bytes, over the ${limits.maxTotalBytes}-byte limit`);
       }
-      // Unpacked where nothing else lives, then copied as plain files within the limits.
+      // Downloaded as the zip it is, then unpacked within the limits before anything is inflated (the
+      // client's own unpacking has none: a zip bomb would fill the disk first).
       const scratch = mkdtempSync(join(tmpdir(), 'hillclimb-relay-'));
       try {
-        await (await open()).downloadArtifact(found.id, { path: scratch });
-        takePlain(scratch, dest, limits, name);
+        await (await open()).downloadArtifact(found.id, { path: scratch, skipDecompress: true });
+        const [zip, ...more] = readdirSync(scratch);
+        if (zip === undefined || more.length > 0)
+          throw new Error(`relay: ${name} did not download as one file`);
+        try {
+          unzipBounded(join(scratch, zip), dest, { ...UNZIP_DEFAULTS, ...limits });
+        } catch (e) {
+          throw new Error(`relay: ${name} holds what the relay never takes: ${errorMessage(e)}`);
+        }
       } finally {
         rmSync(scratch, { recursive: true, force: true });
       }

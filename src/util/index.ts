@@ -2,6 +2,8 @@
  * Errors, loggers, durable files, locks, redaction, registries: what every module uses. Other modules
  * import from this entry, never from its files.
  */
+
+export { type UnzipLimits, unzipBounded } from './bounded-unzip.js';
 export { assertBranchName } from './branch-name.js';
 export {
   ApiError,

@@ -48875,6 +48875,101 @@ function actionsRun(run2 = toolkitContext()) {
 // src/actions/inputs.ts
 init_core();
 
+// src/util/untrusted-files.ts
+import {
+  closeSync,
+  constants as constants3,
+  copyFileSync,
+  fstatSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readSync
+} from "node:fs";
+import { join, relative } from "node:path";
+var DEFAULTS2 = { maxTotalBytes: 2 * 1024 ** 3, maxFileBytes: 1024 ** 3, maxFiles: 1e5 };
+function notPlainFile(path6) {
+  let st;
+  try {
+    st = lstatSync(path6);
+  } catch {
+    return "missing";
+  }
+  if (st.isSymbolicLink()) return "a symbolic link";
+  if (!st.isFile()) return st.isDirectory() ? "a folder" : "not a regular file";
+  if (st.nlink > 1) return "a hard link";
+  return void 0;
+}
+function readPlainFile(path6, maxBytes = DEFAULTS2.maxFileBytes) {
+  let fd;
+  try {
+    fd = openSync(path6, constants3.O_RDONLY | constants3.O_NOFOLLOW | constants3.O_NONBLOCK);
+  } catch (e) {
+    const code2 = e.code;
+    throw new Error(
+      `${path6}: ${code2 === "ELOOP" ? "a symbolic link" : code2 === "ENOENT" ? "missing" : code2}, refused`
+    );
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) throw new Error(`${path6}: not a regular file, refused`);
+    if (st.nlink > 1) throw new Error(`${path6}: a hard link, refused`);
+    if (st.size > maxBytes) throw new Error(`${path6}: ${st.size} bytes, over the ${maxBytes}-byte limit`);
+    const buf = Buffer.alloc(st.size);
+    let off = 0;
+    while (off < buf.length) {
+      const n2 = readSync(fd, buf, off, buf.length - off, off);
+      if (n2 === 0) break;
+      off += n2;
+    }
+    return buf.subarray(0, off);
+  } finally {
+    closeSync(fd);
+  }
+}
+function copyPlainTree(src, dest, opts = {}) {
+  const limits = { ...DEFAULTS2, ...opts };
+  const result = { copied: [], refused: [], bytes: 0 };
+  const visit = (from, to) => {
+    const rel = relative(src, from) || ".";
+    let st;
+    try {
+      st = lstatSync(from);
+    } catch {
+      result.refused.push(`${rel}: vanished`);
+      return;
+    }
+    if (st.isDirectory()) {
+      mkdirSync(to, { recursive: true });
+      for (const name of readdirSync(from).sort()) {
+        if (/[\u0000-\u001f\u007f]/.test(name))
+          result.refused.push(`${JSON.stringify(name)}: a control character in its name`);
+        else visit(join(from, name), join(to, name));
+      }
+      return;
+    }
+    const why = notPlainFile(from);
+    if (why) {
+      result.refused.push(`${rel}: ${why}`);
+      return;
+    }
+    if (result.copied.length >= limits.maxFiles) {
+      result.refused.push(`${rel}: over the ${limits.maxFiles}-file limit`);
+      return;
+    }
+    if (st.size > limits.maxFileBytes || result.bytes + st.size > limits.maxTotalBytes) {
+      result.refused.push(`${rel}: ${st.size} bytes, over the size limit`);
+      return;
+    }
+    copyFileSync(from, to, constants3.COPYFILE_EXCL);
+    result.copied.push(rel);
+    result.bytes += st.size;
+  };
+  visit(src, dest);
+  return result;
+}
+
 // src/util/errors.ts
 var ExitCode2 = {
   ok: 0,
@@ -48982,11 +49077,11 @@ function assertBranchName(name) {
 // src/util/files.ts
 import { createHash } from "node:crypto";
 import {
-  closeSync,
+  closeSync as closeSync2,
   existsSync as existsSync3,
   fsyncSync,
-  mkdirSync,
-  openSync,
+  mkdirSync as mkdirSync2,
+  openSync as openSync2,
   readFileSync as readFileSync2,
   renameSync,
   writeSync
@@ -48997,15 +49092,15 @@ function sha256File(path6) {
   return createHash("sha256").update(readFileSync2(path6)).digest("hex");
 }
 function writeFileAtomic(path6, data) {
-  mkdirSync(dirname(path6), { recursive: true });
+  mkdirSync2(dirname(path6), { recursive: true });
   const tmp = `${path6}.tmp-${process.pid}-${Date.now()}`;
-  const fd = openSync(tmp, "w");
+  const fd = openSync2(tmp, "w");
   try {
     if (typeof data === "string") writeSync(fd, data);
     else writeSync(fd, data);
     fsyncSync(fd);
   } finally {
-    closeSync(fd);
+    closeSync2(fd);
   }
   renameSync(tmp, path6);
 }
@@ -49014,14 +49109,14 @@ function writeJsonAtomic(path6, value2) {
 `);
 }
 function appendLineDurable(path6, line) {
-  mkdirSync(dirname(path6), { recursive: true });
-  const fd = openSync(path6, "a");
+  mkdirSync2(dirname(path6), { recursive: true });
+  const fd = openSync2(path6, "a");
   try {
     writeSync(fd, line.endsWith("\n") ? line : `${line}
 `);
     fsyncSync(fd);
   } finally {
-    closeSync(fd);
+    closeSync2(fd);
   }
 }
 function readProblem(err) {
@@ -49067,7 +49162,7 @@ function readJsonLines(path6) {
 
 // src/util/lock.ts
 import { randomUUID as randomUUID2 } from "node:crypto";
-import { closeSync as closeSync2, mkdirSync as mkdirSync2, openSync as openSync2, readFileSync as readFileSync3, statSync, unlinkSync, writeSync as writeSync2 } from "node:fs";
+import { closeSync as closeSync3, mkdirSync as mkdirSync3, openSync as openSync3, readFileSync as readFileSync3, statSync, unlinkSync, writeSync as writeSync2 } from "node:fs";
 import { hostname } from "node:os";
 import { dirname as dirname2 } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -49097,7 +49192,7 @@ async function waitForLock(lockPath, opts) {
   }
 }
 function attempt(lockPath, staleMs) {
-  mkdirSync2(dirname2(lockPath), { recursive: true });
+  mkdirSync3(dirname2(lockPath), { recursive: true });
   for (let tries = 0; ; tries++) {
     const token = create(lockPath);
     if (token !== void 0) return () => release(lockPath, token);
@@ -49116,7 +49211,7 @@ function create(lockPath) {
   };
   let fd;
   try {
-    fd = openSync2(lockPath, "wx");
+    fd = openSync3(lockPath, "wx");
   } catch (e) {
     if (e.code === "EEXIST") return void 0;
     throw e;
@@ -49125,7 +49220,7 @@ function create(lockPath) {
     writeSync2(fd, `${JSON.stringify(holder)}
 `);
   } finally {
-    closeSync2(fd);
+    closeSync3(fd);
   }
   return holder.token;
 }
@@ -49287,101 +49382,6 @@ var Registry = class {
     this.builders.delete(name);
   }
 };
-
-// src/util/untrusted-files.ts
-import {
-  closeSync as closeSync3,
-  constants as constants3,
-  copyFileSync,
-  fstatSync,
-  lstatSync,
-  mkdirSync as mkdirSync3,
-  openSync as openSync3,
-  readdirSync,
-  readSync
-} from "node:fs";
-import { join, relative } from "node:path";
-var DEFAULTS2 = { maxTotalBytes: 2 * 1024 ** 3, maxFileBytes: 1024 ** 3, maxFiles: 1e5 };
-function notPlainFile(path6) {
-  let st;
-  try {
-    st = lstatSync(path6);
-  } catch {
-    return "missing";
-  }
-  if (st.isSymbolicLink()) return "a symbolic link";
-  if (!st.isFile()) return st.isDirectory() ? "a folder" : "not a regular file";
-  if (st.nlink > 1) return "a hard link";
-  return void 0;
-}
-function readPlainFile(path6, maxBytes = DEFAULTS2.maxFileBytes) {
-  let fd;
-  try {
-    fd = openSync3(path6, constants3.O_RDONLY | constants3.O_NOFOLLOW | constants3.O_NONBLOCK);
-  } catch (e) {
-    const code2 = e.code;
-    throw new Error(
-      `${path6}: ${code2 === "ELOOP" ? "a symbolic link" : code2 === "ENOENT" ? "missing" : code2}, refused`
-    );
-  }
-  try {
-    const st = fstatSync(fd);
-    if (!st.isFile()) throw new Error(`${path6}: not a regular file, refused`);
-    if (st.nlink > 1) throw new Error(`${path6}: a hard link, refused`);
-    if (st.size > maxBytes) throw new Error(`${path6}: ${st.size} bytes, over the ${maxBytes}-byte limit`);
-    const buf = Buffer.alloc(st.size);
-    let off = 0;
-    while (off < buf.length) {
-      const n2 = readSync(fd, buf, off, buf.length - off, off);
-      if (n2 === 0) break;
-      off += n2;
-    }
-    return buf.subarray(0, off);
-  } finally {
-    closeSync3(fd);
-  }
-}
-function copyPlainTree(src, dest, opts = {}) {
-  const limits = { ...DEFAULTS2, ...opts };
-  const result = { copied: [], refused: [], bytes: 0 };
-  const visit = (from, to) => {
-    const rel = relative(src, from) || ".";
-    let st;
-    try {
-      st = lstatSync(from);
-    } catch {
-      result.refused.push(`${rel}: vanished`);
-      return;
-    }
-    if (st.isDirectory()) {
-      mkdirSync3(to, { recursive: true });
-      for (const name of readdirSync(from).sort()) {
-        if (/[\u0000-\u001f\u007f]/.test(name))
-          result.refused.push(`${JSON.stringify(name)}: a control character in its name`);
-        else visit(join(from, name), join(to, name));
-      }
-      return;
-    }
-    const why = notPlainFile(from);
-    if (why) {
-      result.refused.push(`${rel}: ${why}`);
-      return;
-    }
-    if (result.copied.length >= limits.maxFiles) {
-      result.refused.push(`${rel}: over the ${limits.maxFiles}-file limit`);
-      return;
-    }
-    if (st.size > limits.maxFileBytes || result.bytes + st.size > limits.maxTotalBytes) {
-      result.refused.push(`${rel}: ${st.size} bytes, over the size limit`);
-      return;
-    }
-    copyFileSync(from, to, constants3.COPYFILE_EXCL);
-    result.copied.push(rel);
-    result.bytes += st.size;
-  };
-  visit(src, dest);
-  return result;
-}
 
 // src/actions/inputs.ts
 function bad(name, problem) {

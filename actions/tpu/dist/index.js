@@ -39549,6 +39549,74 @@ function actionsRun(run2 = toolkitContext()) {
 // src/actions/inputs.ts
 init_core();
 
+// src/util/untrusted-files.ts
+import {
+  closeSync,
+  constants as constants3,
+  copyFileSync,
+  fstatSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readSync
+} from "node:fs";
+import { join, relative } from "node:path";
+var DEFAULTS2 = { maxTotalBytes: 2 * 1024 ** 3, maxFileBytes: 1024 ** 3, maxFiles: 1e5 };
+function notPlainFile(path6) {
+  let st;
+  try {
+    st = lstatSync(path6);
+  } catch {
+    return "missing";
+  }
+  if (st.isSymbolicLink()) return "a symbolic link";
+  if (!st.isFile()) return st.isDirectory() ? "a folder" : "not a regular file";
+  if (st.nlink > 1) return "a hard link";
+  return void 0;
+}
+function copyPlainTree(src, dest, opts = {}) {
+  const limits = { ...DEFAULTS2, ...opts };
+  const result = { copied: [], refused: [], bytes: 0 };
+  const visit = (from, to) => {
+    const rel = relative(src, from) || ".";
+    let st;
+    try {
+      st = lstatSync(from);
+    } catch {
+      result.refused.push(`${rel}: vanished`);
+      return;
+    }
+    if (st.isDirectory()) {
+      mkdirSync(to, { recursive: true });
+      for (const name of readdirSync(from).sort()) {
+        if (/[\u0000-\u001f\u007f]/.test(name))
+          result.refused.push(`${JSON.stringify(name)}: a control character in its name`);
+        else visit(join(from, name), join(to, name));
+      }
+      return;
+    }
+    const why = notPlainFile(from);
+    if (why) {
+      result.refused.push(`${rel}: ${why}`);
+      return;
+    }
+    if (result.copied.length >= limits.maxFiles) {
+      result.refused.push(`${rel}: over the ${limits.maxFiles}-file limit`);
+      return;
+    }
+    if (st.size > limits.maxFileBytes || result.bytes + st.size > limits.maxTotalBytes) {
+      result.refused.push(`${rel}: ${st.size} bytes, over the size limit`);
+      return;
+    }
+    copyFileSync(from, to, constants3.COPYFILE_EXCL);
+    result.copied.push(rel);
+    result.bytes += st.size;
+  };
+  visit(src, dest);
+  return result;
+}
+
 // src/util/errors.ts
 var ExitCode2 = {
   ok: 0,
@@ -39689,74 +39757,6 @@ var Registry = class {
     this.builders.delete(name);
   }
 };
-
-// src/util/untrusted-files.ts
-import {
-  closeSync,
-  constants as constants3,
-  copyFileSync,
-  fstatSync,
-  lstatSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  readSync
-} from "node:fs";
-import { join, relative } from "node:path";
-var DEFAULTS2 = { maxTotalBytes: 2 * 1024 ** 3, maxFileBytes: 1024 ** 3, maxFiles: 1e5 };
-function notPlainFile(path6) {
-  let st;
-  try {
-    st = lstatSync(path6);
-  } catch {
-    return "missing";
-  }
-  if (st.isSymbolicLink()) return "a symbolic link";
-  if (!st.isFile()) return st.isDirectory() ? "a folder" : "not a regular file";
-  if (st.nlink > 1) return "a hard link";
-  return void 0;
-}
-function copyPlainTree(src, dest, opts = {}) {
-  const limits = { ...DEFAULTS2, ...opts };
-  const result = { copied: [], refused: [], bytes: 0 };
-  const visit = (from, to) => {
-    const rel = relative(src, from) || ".";
-    let st;
-    try {
-      st = lstatSync(from);
-    } catch {
-      result.refused.push(`${rel}: vanished`);
-      return;
-    }
-    if (st.isDirectory()) {
-      mkdirSync(to, { recursive: true });
-      for (const name of readdirSync(from).sort()) {
-        if (/[\u0000-\u001f\u007f]/.test(name))
-          result.refused.push(`${JSON.stringify(name)}: a control character in its name`);
-        else visit(join(from, name), join(to, name));
-      }
-      return;
-    }
-    const why = notPlainFile(from);
-    if (why) {
-      result.refused.push(`${rel}: ${why}`);
-      return;
-    }
-    if (result.copied.length >= limits.maxFiles) {
-      result.refused.push(`${rel}: over the ${limits.maxFiles}-file limit`);
-      return;
-    }
-    if (st.size > limits.maxFileBytes || result.bytes + st.size > limits.maxTotalBytes) {
-      result.refused.push(`${rel}: ${st.size} bytes, over the size limit`);
-      return;
-    }
-    copyFileSync(from, to, constants3.COPYFILE_EXCL);
-    result.copied.push(rel);
-    result.bytes += st.size;
-  };
-  visit(src, dest);
-  return result;
-}
 
 // src/actions/inputs.ts
 function bad(name, problem) {

@@ -98,7 +98,7 @@ export async function serveToolsRelay(o: ServeOptions): Promise<ServeReport> {
       // waits for, and older ones it gave up on. A client that is done waits for none.
       const newest = new Map<string, number>();
       for (const p of parsed) {
-        if (!p || p.kind !== 'request' || !spent.has(p.client) || done.has(p.client)) continue;
+        if (p?.kind !== 'request' || !spent.has(p.client) || done.has(p.client)) continue;
         newest.set(p.client, Math.max(newest.get(p.client) ?? 0, p.seq));
       }
       const pending = [...newest]
