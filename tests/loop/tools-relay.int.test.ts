@@ -331,6 +331,7 @@ describe("the tools relay's serving job, when clients misbehave or stop", () => 
     deadlineMs: number,
     fn: (o: { store: RelayStore; runId: string; gate: string[] }) => Promise<void>,
     before?: (o: { store: RelayStore; runId: string; gate: string[] }) => Promise<void>,
+    serveFrom?: () => RelayStore,
   ): Promise<ServeReport> {
     const runId = `relay-${Math.random().toString(16).slice(2, 8)}`;
     const store = folderRelayStore(mkdtempSync(join(root, 'store-')));
@@ -347,7 +348,7 @@ describe("the tools relay's serving job, when clients misbehave or stop", () => 
       await before?.({ store, runId, gate });
       const served = serveToolsRelay({
         ctx,
-        store,
+        store: serveFrom?.() ?? store,
         harness: await ctx.git.revParse('HEAD'),
         iteration: 1,
         clients,
@@ -412,6 +413,70 @@ describe("the tools relay's serving job, when clients misbehave or stop", () => 
       },
     ]);
     expect(report).toMatchObject({ served: 3, refused: 1, ended: 'done' });
+  }, 120_000);
+
+  it('waits out a few failed listings of the store, at both ends', async () => {
+    let flaky: RelayStore | undefined;
+    const report = await serving(
+      {},
+      ['main'],
+      120_000,
+      async ({ runId, gate }) => {
+        const local = {
+          name: 'never',
+          open: async () => undefined,
+          close: async () => undefined,
+          info: () => ({
+            backend: 'local',
+            hasAccelerator: false,
+            platform: 'cpu' as const,
+            description: 'x',
+          }),
+          run: async () => ({ exitCode: 0, durationMs: 0, logFile: '' }),
+        };
+        const relay = relayBackend({
+          local,
+          store: flaky!,
+          runId,
+          client: 'main',
+          serving: local.info(),
+          pollMs: 5,
+        });
+        const workdir = mkdtempSync(join(root, 'tree-'));
+        mkdirSync(join(workdir, '.hillclimb-programs', 'B'), { recursive: true });
+        writeFileSync(join(workdir, '.hillclimb-programs', 'B', 'manifest.json'), '{}');
+        const result = await relay.run({
+          id: 'j',
+          command: gate,
+          workdir,
+          timeoutMs: 60_000,
+          outputs: { metrics: join(workdir, 'session.json') },
+          logFile: join(workdir, 'verify.log'),
+          cacheKey: VERIFIER_CACHE_KEY,
+          include: ['.hillclimb-programs'],
+        });
+        // The verifier ran (and failed on an empty manifest): the session was served, not lost.
+        expect(result.infraError).toBeUndefined();
+        expect(result.handle).toMatch(/-main-0001-answer$/);
+        await markRelayDone(flaky!, runId, 'main');
+      },
+      async ({ store }) => {
+        // Every third listing fails, as an artifact service that hiccups: never ten in a row.
+        let calls = 0;
+        flaky = {
+          ...store,
+          where: store.where,
+          put: (n, d) => store.put(n, d),
+          get: (n, d, l) => store.get(n, d, l),
+          list: async (prefix) => {
+            if (++calls % 3 === 0) throw new Error('503 Service Unavailable');
+            return store.list(prefix);
+          },
+        };
+      },
+      () => flaky!,
+    );
+    expect(report).toMatchObject({ served: 1, ended: 'done' });
   }, 120_000);
 
   it('refuses a session that would outlive its deadline, says it stopped, and a waiting job gives up at once', async () => {

@@ -85803,6 +85803,7 @@ function parseName(runId, name) {
 var REQUEST_LIMITS = { maxTotalBytes: 1024 ** 3, maxFileBytes: 512 * 1024 ** 2, maxFiles: 2e3 };
 var ANSWER_LIMITS = { maxTotalBytes: 2 * 1024 ** 3, maxFileBytes: 1024 ** 3, maxFiles: 2e4 };
 var JSON_BYTES = 64 * 1024;
+var LIST_FAILURES = 10;
 var LOG_TAIL_BYTES = 256 * 1024;
 function readJson2(file) {
   return JSON.parse(readPlainFile(file, JSON_BYTES).toString("utf8"));
@@ -85880,9 +85881,18 @@ function relayBackend(o2) {
       await o2.store.put(requestName(o2.runId, o2.client, n2), join37(scratch));
       const answer = answerName(o2.runId, o2.client, n2);
       const deadline = started + job.timeoutMs + graceMs;
+      let failures = 0;
       for (; ; ) {
         if (job.signal?.aborted) return { ...failed(job, started, "cancelled"), killedBy: "abort" };
-        const names = await o2.store.list(relayPrefix(o2.runId));
+        let names;
+        try {
+          names = await o2.store.list(relayPrefix(o2.runId));
+          failures = 0;
+        } catch (e) {
+          if (++failures > LIST_FAILURES) throw e;
+          await sleep6(pollMs);
+          continue;
+        }
         if (names.includes(answer)) break;
         if (names.includes(closedName(o2.runId))) {
           return failed(

@@ -23,6 +23,7 @@ import {
   answerName,
   closedName,
   doneName,
+  LIST_FAILURES,
   parseName,
   RELAY_VERSION,
   type RelayRequest,
@@ -99,9 +100,19 @@ export function relayBackend(o: RelayClientOptions): Backend {
       await o.store.put(requestName(o.runId, o.client, n), join(scratch));
       const answer = answerName(o.runId, o.client, n);
       const deadline = started + job.timeoutMs + graceMs;
+      let failures = 0;
       for (;;) {
         if (job.signal?.aborted) return { ...failed(job, started, 'cancelled'), killedBy: 'abort' };
-        const names = await o.store.list(relayPrefix(o.runId));
+        let names: string[];
+        try {
+          names = await o.store.list(relayPrefix(o.runId));
+          failures = 0;
+        } catch (e) {
+          // A few failed listings in a row are waited out, as the serving job waits them out.
+          if (++failures > LIST_FAILURES) throw e;
+          await sleep(pollMs);
+          continue;
+        }
         if (names.includes(answer)) break;
         if (names.includes(closedName(o.runId))) {
           return failed(

@@ -84,6 +84,8 @@ export const REQUEST_LIMITS = { maxTotalBytes: 1024 ** 3, maxFileBytes: 512 * 10
 export const ANSWER_LIMITS = { maxTotalBytes: 2 * 1024 ** 3, maxFileBytes: 1024 ** 3, maxFiles: 20_000 };
 /** The most of a request's or answer's own JSON file read. */
 const JSON_BYTES = 64 * 1024;
+/** Failed listings of the store in a row either end waits out (the artifact service hiccups) before it gives up. */
+export const LIST_FAILURES = 10;
 /** The most of the verifier's log an answer carries (its tail). */
 export const LOG_TAIL_BYTES = 256 * 1024;
 

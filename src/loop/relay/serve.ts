@@ -20,6 +20,7 @@ import { type Platform, parseVerifyCommand, verifierJob } from '../steps/program
 import {
   answerName,
   closedName,
+  LIST_FAILURES,
   LOG_TAIL_BYTES,
   parseName,
   RELAY_VERSION,
@@ -68,7 +69,6 @@ export async function serveToolsRelay(o: ServeOptions): Promise<ServeReport> {
   // one candidate's agent cannot spend its rivals' sessions.
   const k = Math.max(1, o.clients.length);
   const share = {
-    calls: Math.floor(cfg.max_calls / k),
     sessions: 2 * Math.floor(cfg.max_calls / k),
     ms: Math.floor(cfg.max_seconds / k) * 1000,
   };
@@ -78,6 +78,7 @@ export async function serveToolsRelay(o: ServeOptions): Promise<ServeReport> {
   const platform = ctx.backend.info().platform as Platform;
   const sessionMs = ctx.target.bench.timeout_minutes * 60_000;
   let idle = 0;
+  let failures = 0;
   const end = (ended: ServeReport['ended']): ServeReport => ({
     ...report,
     seconds: [...spent.values()].reduce((t, c) => t + c.ms, 0) / 1000,
@@ -91,7 +92,18 @@ export async function serveToolsRelay(o: ServeOptions): Promise<ServeReport> {
   try {
     for (;;) {
       if (ctx.signal.aborted) return end('cancelled');
-      const names = new Set(await store.list(relayPrefix(ctx.runId)));
+      let listed: string[];
+      try {
+        listed = await store.list(relayPrefix(ctx.runId));
+        failures = 0;
+      } catch (e) {
+        // The artifact service answers most of the time: a few failed listings in a row are waited out.
+        if (++failures > LIST_FAILURES) throw e;
+        ctx.logger.warn(`tools relay: listing ${store.where} failed (${failures}): ${errorMessage(e)}`);
+        await sleep(pollMs);
+        continue;
+      }
+      const names = new Set(listed);
       const parsed = [...names].map((n) => parseName(ctx.runId, n));
       const done = new Set(parsed.flatMap((p) => (p?.kind === 'done' ? [p.client] : [])));
       // A propose job's tool calls run one at a time: its newest unanswered request is the one it
