@@ -22,7 +22,13 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { folderRelayStore, type RelayStore, VERIFIER_CACHE_KEY } from '../../src/compute/index.js';
+import {
+  type Backend,
+  folderRelayStore,
+  type JobSpec,
+  type RelayStore,
+  VERIFIER_CACHE_KEY,
+} from '../../src/compute/index.js';
 import type { LoopContext } from '../../src/loop/context.js';
 import { withContext } from '../../src/loop/drivers/commits.js';
 import {
@@ -101,6 +107,36 @@ async function withRelay(
       return served;
     }),
   );
+}
+
+/** A backend standing in for the propose job's own: `run` is what it does with a job not relayed. */
+function localStandIn(
+  run: Backend['run'] = async () => ({ exitCode: 0, durationMs: 0, logFile: '' }),
+): Backend {
+  return {
+    name: 'never',
+    open: async () => undefined,
+    close: async () => undefined,
+    info: () => ({ backend: 'local', hasAccelerator: false, platform: 'cpu' as const, description: 'x' }),
+    run,
+  };
+}
+
+/** A verifier session's job over a tree holding one arm's (empty) programs, as runVerifier builds it. */
+function verifierSessionJob(command: string[], timeoutMs: number): JobSpec {
+  const workdir = mkdtempSync(join(root, 'tree-'));
+  mkdirSync(join(workdir, '.hillclimb-programs', 'B'), { recursive: true });
+  writeFileSync(join(workdir, '.hillclimb-programs', 'B', 'manifest.json'), '{}');
+  return {
+    id: 'j',
+    command,
+    workdir,
+    timeoutMs,
+    outputs: { metrics: join(workdir, 'session.json') },
+    logFile: join(workdir, 'verify.log'),
+    cacheKey: VERIFIER_CACHE_KEY,
+    include: ['.hillclimb-programs'],
+  };
 }
 
 function edit(agentRepo: string, from: string, to: string): void {
@@ -265,15 +301,9 @@ describe('the tools relay', () => {
 describe('the tools relay without a serving job', () => {
   it('gives up at the session timeout plus its grace, as a harness failure the tool reports', async () => {
     const store = folderRelayStore(mkdtempSync(join(root, 'store-')));
-    const local = {
-      name: 'never',
-      open: async () => undefined,
-      close: async () => undefined,
-      info: () => ({ backend: 'local', hasAccelerator: false, platform: 'cpu' as const, description: 'x' }),
-      run: async () => {
-        throw new Error('not local');
-      },
-    };
+    const local = localStandIn(async () => {
+      throw new Error('not local');
+    });
     const relay = relayBackend({
       local,
       store,
@@ -283,19 +313,7 @@ describe('the tools relay without a serving job', () => {
       pollMs: 10,
       graceMs: 200,
     });
-    const workdir = mkdtempSync(join(root, 'tree-'));
-    mkdirSync(join(workdir, '.hillclimb-programs', 'B'), { recursive: true });
-    writeFileSync(join(workdir, '.hillclimb-programs', 'B', 'manifest.json'), '{}');
-    const job = {
-      id: 'j',
-      command: ['{python}', '-m', 'x'],
-      workdir,
-      timeoutMs: 100,
-      outputs: { metrics: join(workdir, 'session.json') },
-      logFile: join(workdir, 'verify.log'),
-      cacheKey: VERIFIER_CACHE_KEY,
-      include: ['.hillclimb-programs'],
-    };
+    const job = verifierSessionJob(['{python}', '-m', 'x'], 100);
     const result = await relay.run(job);
     expect(result).toMatchObject({
       exitCode: null,
@@ -422,18 +440,7 @@ describe("the tools relay's serving job, when clients misbehave or stop", () => 
       ['main'],
       120_000,
       async ({ runId, gate }) => {
-        const local = {
-          name: 'never',
-          open: async () => undefined,
-          close: async () => undefined,
-          info: () => ({
-            backend: 'local',
-            hasAccelerator: false,
-            platform: 'cpu' as const,
-            description: 'x',
-          }),
-          run: async () => ({ exitCode: 0, durationMs: 0, logFile: '' }),
-        };
+        const local = localStandIn();
         const relay = relayBackend({
           local,
           store: flaky!,
@@ -442,19 +449,7 @@ describe("the tools relay's serving job, when clients misbehave or stop", () => 
           serving: local.info(),
           pollMs: 5,
         });
-        const workdir = mkdtempSync(join(root, 'tree-'));
-        mkdirSync(join(workdir, '.hillclimb-programs', 'B'), { recursive: true });
-        writeFileSync(join(workdir, '.hillclimb-programs', 'B', 'manifest.json'), '{}');
-        const result = await relay.run({
-          id: 'j',
-          command: gate,
-          workdir,
-          timeoutMs: 60_000,
-          outputs: { metrics: join(workdir, 'session.json') },
-          logFile: join(workdir, 'verify.log'),
-          cacheKey: VERIFIER_CACHE_KEY,
-          include: ['.hillclimb-programs'],
-        });
+        const result = await relay.run(verifierSessionJob(gate, 60_000));
         // The verifier ran (and failed on an empty manifest): the session was served, not lost.
         expect(result.infraError).toBeUndefined();
         expect(result.handle).toMatch(/-main-0001-answer$/);
@@ -465,9 +460,6 @@ describe("the tools relay's serving job, when clients misbehave or stop", () => 
         let calls = 0;
         flaky = {
           ...store,
-          where: store.where,
-          put: (n, d) => store.put(n, d),
-          get: (n, d, l) => store.get(n, d, l),
           list: async (prefix) => {
             if (++calls % 3 === 0) throw new Error('503 Service Unavailable');
             return store.list(prefix);
@@ -490,28 +482,10 @@ describe("the tools relay's serving job, when clients misbehave or stop", () => 
       while (!(await store.list(`hillclimb-tools-${runId}-closed`)).length) {
         await new Promise((r) => setTimeout(r, 20));
       }
-      const local = {
-        name: 'never',
-        open: async () => undefined,
-        close: async () => undefined,
-        info: () => ({ backend: 'local', hasAccelerator: false, platform: 'cpu' as const, description: 'x' }),
-        run: async () => ({ exitCode: 0, durationMs: 0, logFile: '' }),
-      };
+      const local = localStandIn();
       const relay = relayBackend({ local, store, runId, client: 'main', serving: local.info(), pollMs: 20 });
-      const workdir = mkdtempSync(join(root, 'tree-'));
-      mkdirSync(join(workdir, '.hillclimb-programs', 'B'), { recursive: true });
-      writeFileSync(join(workdir, '.hillclimb-programs', 'B', 'manifest.json'), '{}');
       const started = Date.now();
-      waited = await relay.run({
-        id: 'j',
-        command: gate,
-        workdir,
-        timeoutMs: 60_000,
-        outputs: { metrics: join(workdir, 'session.json') },
-        logFile: join(workdir, 'verify.log'),
-        cacheKey: VERIFIER_CACHE_KEY,
-        include: ['.hillclimb-programs'],
-      });
+      waited = await relay.run(verifierSessionJob(gate, 60_000));
       // Not its 11 minutes (the session's timeout and the grace): the serving job said it stopped.
       expect(Date.now() - started).toBeLessThan(30_000);
     });

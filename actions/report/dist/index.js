@@ -50479,23 +50479,23 @@ function pointerToPath(pointer) {
 function describeAjvError(e) {
   const path6 = pointerToPath(e.instancePath);
   const keyPath = path6.join(".");
-  const join50 = (k) => keyPath ? `${keyPath}.${k}` : k;
+  const join51 = (k) => keyPath ? `${keyPath}.${k}` : k;
   const got = e.data === void 0 ? "" : ` (got ${JSON.stringify(e.data)})`;
   switch (e.keyword) {
     case "additionalProperties": {
       const key = String(e.params.additionalProperty);
       const retired = RETIRED_KEYS[`${path6.length === 3 && path6[0] === "targets" ? `*.${path6[2]}` : ""}.${key}`];
-      if (retired) return { keyPath: join50(key), message: retired };
+      if (retired) return { keyPath: join51(key), message: retired };
       const known = Object.keys(e.parentSchema?.properties ?? {});
       const near = nearest(key, known);
       return {
-        keyPath: join50(key),
+        keyPath: join51(key),
         message: `unknown key "${key}"${near ? ` (did you mean "${near}"?)` : known.length ? `; known: ${known.join(", ")}` : ""}`
       };
     }
     case "required":
       return {
-        keyPath: join50(String(e.params.missingProperty)),
+        keyPath: join51(String(e.params.missingProperty)),
         message: "missing required key"
       };
     case "enum":
@@ -85768,11 +85768,14 @@ ${body.join("\n\n")}
 var TOOL_AGENT_KINDS = ["codex", "claude", "command"];
 
 // src/loop/relay/client.ts
-import { cpSync as cpSync3, existsSync as existsSync24, mkdirSync as mkdirSync23, mkdtempSync as mkdtempSync11, rmSync as rmSync23, writeFileSync as writeFileSync14 } from "node:fs";
-import { tmpdir as tmpdir11 } from "node:os";
-import { join as join37 } from "node:path";
+import { cpSync as cpSync3, existsSync as existsSync24, mkdirSync as mkdirSync23, mkdtempSync as mkdtempSync12, rmSync as rmSync24, writeFileSync as writeFileSync15 } from "node:fs";
+import { tmpdir as tmpdir12 } from "node:os";
+import { join as join38 } from "node:path";
 
 // src/loop/relay/protocol.ts
+import { mkdtempSync as mkdtempSync11, rmSync as rmSync23, writeFileSync as writeFileSync14 } from "node:fs";
+import { tmpdir as tmpdir11 } from "node:os";
+import { join as join37 } from "node:path";
 var RELAY_VERSION = 1;
 function relayPrefix(runId) {
   return `hillclimb-tools-${runId}-`;
@@ -85811,15 +85814,19 @@ function readJson2(file) {
 function isRecord(x) {
   return typeof x === "object" && x !== null && !Array.isArray(x);
 }
-var KILLED = ["timeout", "idle-timeout", "abort"];
-function readAnswer(file) {
+function readVersioned(file, what) {
   let raw;
   try {
     raw = readJson2(file);
   } catch (e) {
-    return `answer.json is unreadable: ${e.message.slice(0, 200)}`;
+    return `${what} is unreadable: ${e.message.slice(0, 200)}`;
   }
-  if (!isRecord(raw) || raw.version !== RELAY_VERSION) return `answer.json is not version ${RELAY_VERSION}`;
+  return isRecord(raw) && raw.version === RELAY_VERSION ? raw : `${what} is not version ${RELAY_VERSION}`;
+}
+var KILLED = ["timeout", "idle-timeout", "abort"];
+function readAnswer(file) {
+  const raw = readVersioned(file, "answer.json");
+  if (typeof raw === "string") return raw;
   const { exitCode, killedBy, infraError, durationMs, refused } = raw;
   if (!(exitCode === null || Number.isInteger(exitCode)))
     return "answer.json: exitCode is not a whole number";
@@ -85843,6 +85850,16 @@ function readAnswer(file) {
     ...typeof infraError === "string" ? { infraError: infraError.slice(0, 2e3) } : {},
     ...typeof refused === "string" ? { refused: refused.slice(0, 2e3) } : {}
   };
+}
+async function publishMarker(store, name) {
+  const dir = mkdtempSync11(join37(tmpdir11(), "hillclimb-relay-marker-"));
+  try {
+    writeFileSync14(join37(dir, "marker.json"), `${JSON.stringify({ version: RELAY_VERSION })}
+`);
+    await store.put(name, dir);
+  } finally {
+    rmSync23(dir, { recursive: true, force: true });
+  }
 }
 
 // src/loop/relay/client.ts
@@ -85872,13 +85889,13 @@ function relayBackend(o2) {
   const relay = async (job) => {
     const started = Date.now();
     const n2 = await seq();
-    const scratch = mkdtempSync11(join37(tmpdir11(), "hillclimb-relay-client-"));
+    const scratch = mkdtempSync12(join38(tmpdir12(), "hillclimb-relay-client-"));
     try {
       const request2 = { version: RELAY_VERSION, command: [...job.command] };
-      writeFileSync14(join37(scratch, "request.json"), `${JSON.stringify(request2)}
+      writeFileSync15(join38(scratch, "request.json"), `${JSON.stringify(request2)}
 `);
-      cpSync3(join37(job.workdir, VERIFIER_PROGRAMS_DIR), join37(scratch, "programs"), { recursive: true });
-      await o2.store.put(requestName(o2.runId, o2.client, n2), join37(scratch));
+      cpSync3(join38(job.workdir, VERIFIER_PROGRAMS_DIR), join38(scratch, "programs"), { recursive: true });
+      await o2.store.put(requestName(o2.runId, o2.client, n2), join38(scratch));
       const answer = answerName(o2.runId, o2.client, n2);
       const deadline = started + job.timeoutMs + graceMs;
       let failures = 0;
@@ -85917,19 +85934,19 @@ function relayBackend(o2) {
         }
         await sleep6(pollMs);
       }
-      const got = join37(scratch, "answer");
+      const got = join38(scratch, "answer");
       await o2.store.get(answer, got, ANSWER_LIMITS);
-      const a2 = readAnswer(join37(got, "answer.json"));
+      const a2 = readAnswer(join38(got, "answer.json"));
       if (typeof a2 === "string") return failed(job, started, a2);
-      const log = join37(got, "verify.log");
-      mkdirSync23(join37(job.logFile, ".."), { recursive: true });
+      const log = join38(got, "verify.log");
+      mkdirSync23(join38(job.logFile, ".."), { recursive: true });
       if (existsSync24(log)) cpSync3(log, job.logFile);
-      else writeFileSync14(job.logFile, `${a2.refused ?? a2.infraError ?? "the relay sent no log"}
+      else writeFileSync15(job.logFile, `${a2.refused ?? a2.infraError ?? "the relay sent no log"}
 `);
       if (a2.refused) return failed(job, started, `refused: ${a2.refused}`);
-      const session2 = join37(got, "session.json");
+      const session2 = join38(got, "session.json");
       if (job.outputs.metrics && existsSync24(session2)) cpSync3(session2, job.outputs.metrics);
-      const trace = join37(got, "trace");
+      const trace = join38(got, "trace");
       if (job.outputs.trace && existsSync24(trace)) cpSync3(trace, job.outputs.trace, { recursive: true });
       return {
         exitCode: a2.exitCode,
@@ -85942,7 +85959,7 @@ function relayBackend(o2) {
     } catch (e) {
       return failed(job, started, errorMessage(e));
     } finally {
-      rmSync23(scratch, { recursive: true, force: true });
+      rmSync24(scratch, { recursive: true, force: true });
     }
   };
   return {
@@ -85958,14 +85975,7 @@ function relayBackend(o2) {
 }
 async function markRelayDone(store, runId, client) {
   if ((await store.list(doneName(runId, client))).includes(doneName(runId, client))) return;
-  const scratch = mkdtempSync11(join37(tmpdir11(), "hillclimb-relay-done-"));
-  try {
-    writeFileSync14(join37(scratch, "done.json"), `${JSON.stringify({ version: RELAY_VERSION })}
-`);
-    await store.put(doneName(runId, client), scratch);
-  } finally {
-    rmSync23(scratch, { recursive: true, force: true });
-  }
+  await publishMarker(store, doneName(runId, client));
 }
 
 // src/loop/open-context.ts
@@ -86067,7 +86077,7 @@ var decideStep = {
 };
 
 // src/loop/steps/guard.ts
-import { join as join38 } from "node:path";
+import { join as join39 } from "node:path";
 var guardStep = {
   name: "guard",
   evaluation: true,
@@ -86149,7 +86159,7 @@ function personsChange(ctx, ev) {
 var NOVELTY_REFUSAL = "novelty check: a repeat of iteration ";
 function sameChangeInSearch(runDir, ev, change2) {
   for (let index = 1; index < (ev.slot?.index ?? 1); index++) {
-    const sibling = new Bundle(join38(runDir, iterationDirName({ iteration: ev.iteration, slot: { index } })));
+    const sibling = new Bundle(join39(runDir, iterationDirName({ iteration: ev.iteration, slot: { index } })));
     if (sibling.exists() && sibling.load().guard?.change === change2) return index;
   }
   return void 0;
@@ -86168,8 +86178,8 @@ function repeatReason(row) {
 }
 
 // src/loop/steps/measure.ts
-import { cpSync as cpSync4, existsSync as existsSync25, rmSync as rmSync24 } from "node:fs";
-import { join as join39 } from "node:path";
+import { cpSync as cpSync4, existsSync as existsSync25, rmSync as rmSync25 } from "node:fs";
+import { join as join40 } from "node:path";
 function metricUnit(path6) {
   if (path6.endsWith("_ms")) return "ms";
   if (path6.endsWith("mfu")) return "MFU";
@@ -86297,7 +86307,7 @@ async function armPrograms(env, platform3) {
   const gated = gate?.verifier?.passed === true && gate.verifier.platform === platform3;
   const plan = await requestPlan(ctx, ev, { backend: ctx.backend, harness: ev.base.commit, platform: platform3 });
   const B = bundlePrograms(bundle, "B", platform3);
-  if (!gated || !existsSync25(join39(B, "manifest.json"))) {
+  if (!gated || !existsSync25(join40(B, "manifest.json"))) {
     const exported = await exportPrograms(ctx, ev, {
       backend: ctx.backend,
       commit: candidate.commit,
@@ -86320,7 +86330,7 @@ async function armPrograms(env, platform3) {
   }
   const A = await championPrograms(ctx, ev, ev.base.commit, plan);
   const inBundle = bundlePrograms(bundle, "A", platform3);
-  rmSync24(inBundle, { recursive: true, force: true });
+  rmSync25(inBundle, { recursive: true, force: true });
   cpSync4(A.dir, inBundle, { recursive: true });
   ev.championPrograms = { ...ev.championPrograms, [platform3]: A.source };
   return { A: inBundle, B, ...gated ? { verifiedByGate: gate.verifier.programs } : {} };
@@ -86539,7 +86549,7 @@ async function comparability(bundle, runs) {
 
 // src/loop/steps/prepare.ts
 import { existsSync as existsSync28, readFileSync as readFileSync28 } from "node:fs";
-import { join as join42, resolve as resolve15 } from "node:path";
+import { join as join43, resolve as resolve15 } from "node:path";
 
 // src/loop/steps/log-file.ts
 function recentLogEntries(text3, n2) {
@@ -86553,8 +86563,8 @@ function recentLogEntries(text3, n2) {
 
 // src/loop/steps/profile.ts
 import { createHash as createHash11 } from "node:crypto";
-import { existsSync as existsSync26, mkdirSync as mkdirSync24, rmSync as rmSync25 } from "node:fs";
-import { join as join40 } from "node:path";
+import { existsSync as existsSync26, mkdirSync as mkdirSync24, rmSync as rmSync26 } from "node:fs";
+import { join as join41 } from "node:path";
 var profileStep = {
   name: "profile",
   evaluation: true,
@@ -86570,7 +86580,7 @@ var profileStep = {
       const traceDir = bundle.path(BundleFiles.profileDir);
       const platform3 = ctx.backend.info().platform;
       const programs = bundlePrograms(bundle, "B", platform3);
-      if (!existsSync26(join40(programs, "manifest.json"))) {
+      if (!existsSync26(join41(programs, "manifest.json"))) {
         throw new Error(
           `the candidate has no exported programs for ${platform3} (the measurement did not run)`
         );
@@ -86627,7 +86637,7 @@ function measuredAgreement(ev, summary2, championSummary) {
 }
 async function profileCommit(ctx, ev, o2) {
   const profile2 = ctx.target.profile;
-  rmSync25(o2.traceDir, { recursive: true, force: true });
+  rmSync26(o2.traceDir, { recursive: true, force: true });
   mkdirSync24(o2.traceDir, { recursive: true });
   let run2;
   try {
@@ -86674,15 +86684,15 @@ function storedProfileKey(ctx, commit2) {
 }
 function cacheDir(ctx, commit2) {
   const key = createHash11("sha256").update(JSON.stringify([commit2, ctx.target.programs, ctx.target.profile, ctx.backend.info().description])).digest("hex").slice(0, 20);
-  return join40(ctx.stateDir, "cache", "profiles", key);
+  return join41(ctx.stateDir, "cache", "profiles", key);
 }
 async function knownProfileSummary(ctx, commit2) {
-  const local = join40(cacheDir(ctx, commit2), "summary.json");
+  const local = join41(cacheDir(ctx, commit2), "summary.json");
   if (existsSync26(local)) return current(readJson(local));
   const key = storedProfileKey(ctx, commit2);
   try {
     if (!(await ctx.store.list(`profiles/${ctx.target.name}/`)).includes(key)) return void 0;
-    const copy = join40(ctx.stateDir, "cache", "stored-profiles", `${commit2}.json`);
+    const copy = join41(ctx.stateDir, "cache", "stored-profiles", `${commit2}.json`);
     await ctx.store.get(key, copy);
     return current(readJson(copy));
   } catch (e) {
@@ -86702,15 +86712,15 @@ async function shareProfileSummary(ctx, commit2, summaryFile) {
 }
 async function championProfile(ctx, commit2, opts = {}) {
   const cache2 = cacheDir(ctx, commit2);
-  const cachedFile = join40(cache2, "summary.json");
+  const cachedFile = join41(cache2, "summary.json");
   const cachedSummary = existsSync26(cachedFile) ? current(readJson(cachedFile)) : void 0;
   if (cachedSummary !== void 0)
-    return { traceDir: join40(cache2, "trace"), summary: cachedSummary, cached: true };
+    return { traceDir: join41(cache2, "trace"), summary: cachedSummary, cached: true };
   const stored = await knownProfileSummary(ctx, commit2);
   if (stored) return { traceDir: storedProfileKey(ctx, commit2), summary: stored, cached: true };
   const dir = opts.scratch ?? cache2;
-  const summaryFile = join40(dir, "summary.json");
-  const traceDir = join40(dir, "trace");
+  const summaryFile = join41(dir, "summary.json");
+  const traceDir = join41(dir, "trace");
   const where2 = { iteration: 0 };
   const platform3 = ctx.backend.info().platform;
   const plan = await requestPlan(ctx, where2, { backend: ctx.backend, harness: commit2, platform: platform3 });
@@ -86719,9 +86729,9 @@ async function championProfile(ctx, commit2, opts = {}) {
     harness: commit2,
     programs: (await championPrograms(ctx, where2, commit2, plan)).dir,
     traceDir,
-    metrics: join40(dir, "metrics.json"),
-    log: join40(dir, "profile.log"),
-    session: join40(dir, "session.json"),
+    metrics: join41(dir, "metrics.json"),
+    log: join41(dir, "profile.log"),
+    session: join41(dir, "session.json"),
     name: `profile-${commit2.slice(0, 12)}`
   });
   writeJsonAtomic(summaryFile, summary2);
@@ -86731,7 +86741,7 @@ async function championProfile(ctx, commit2, opts = {}) {
 
 // src/loop/steps/prompt.ts
 import { existsSync as existsSync27, readdirSync as readdirSync15, readFileSync as readFileSync27 } from "node:fs";
-import { join as join41 } from "node:path";
+import { join as join42 } from "node:path";
 var PLACEHOLDER = /\{\{\s*([a-z_]+)\s*\}\}/g;
 function renderPrompt(template, vars, templateFile = "prompt template") {
   const used = /* @__PURE__ */ new Set();
@@ -86765,8 +86775,8 @@ function loadDirectives(dir, names) {
         hint: `known presets: ${known.join(", ") || "(none)"}`
       });
     }
-    const text3 = readFileSync27(join41(dir, `${name}.md`), "utf8").trim();
-    if (text3 === "") throw new HillclimbError(`directive preset ${join41(dir, `${name}.md`)} is empty`);
+    const text3 = readFileSync27(join42(dir, `${name}.md`), "utf8").trim();
+    if (text3 === "") throw new HillclimbError(`directive preset ${join42(dir, `${name}.md`)} is empty`);
     return `### Directive ${i2 + 1}: ${name}
 
 ${text3}`;
@@ -86856,7 +86866,7 @@ var prepareStep = {
       hotspots,
       recent_log: await recentLogText(ctx, ev.base.commit),
       cpu_test_command: agentTestCommand(ctx, ev),
-      result_file: join42(agentOutputPath(ctx, ev), AGENT_RESULT_NAME),
+      result_file: join43(agentOutputPath(ctx, ev), AGENT_RESULT_NAME),
       directives: loadDirectives(resolve15(ctx.root, ctx.config.paths.directives_dir), [
         ...ctx.config.agent.directives,
         ...slotDirectives(ctx, ev.slot)
@@ -86924,10 +86934,10 @@ function agentTestCommand(ctx, key) {
   const argv = fillCommand(ctx.target.correctness.cpu.command, {
     python: venvPython(ctx.root),
     root: agentRepoPath(ctx, key),
-    junit: join42(out, "junit.xml"),
-    metrics: join42(out, "metrics.json"),
-    trace: join42(out, "trace"),
-    cache: join42(out, "cache")
+    junit: join43(out, "junit.xml"),
+    metrics: join43(out, "metrics.json"),
+    trace: join43(out, "trace"),
+    cache: join43(out, "cache")
   });
   return displayCommand(argv[0], argv.slice(1));
 }
@@ -86967,7 +86977,7 @@ async function championHotspots(ctx, champion) {
   }
 }
 async function recentLogText(ctx, base) {
-  const runLog = join42(ctx.runDir, "hillclimb-log.md");
+  const runLog = join43(ctx.runDir, "hillclimb-log.md");
   const n2 = ctx.config.loop.log_entries_in_prompt;
   let entries = n2 > 0 && existsSync28(runLog) ? recentLogEntries(readFileSync28(runLog, "utf8"), n2) : [];
   if (entries.length < n2) {
@@ -86978,12 +86988,12 @@ async function recentLogText(ctx, base) {
 }
 
 // src/loop/steps/propose.ts
-import { existsSync as existsSync30, mkdirSync as mkdirSync26, readFileSync as readFileSync29, rmSync as rmSync27 } from "node:fs";
-import { delimiter as delimiter2, dirname as dirname21, join as join44 } from "node:path";
+import { existsSync as existsSync30, mkdirSync as mkdirSync26, readFileSync as readFileSync29, rmSync as rmSync28 } from "node:fs";
+import { delimiter as delimiter2, dirname as dirname21, join as join45 } from "node:path";
 
 // src/loop/steps/agent-tools.ts
-import { existsSync as existsSync29, mkdirSync as mkdirSync25, rmSync as rmSync26 } from "node:fs";
-import { join as join43 } from "node:path";
+import { existsSync as existsSync29, mkdirSync as mkdirSync25, rmSync as rmSync27 } from "node:fs";
+import { join as join44 } from "node:path";
 var ANSWER_CHARS = 2e3;
 var ANSWER_MAX_CHARS = 16e3;
 var WAITING_CALLS = 4;
@@ -87140,11 +87150,11 @@ async function runTool(env, repo, draw, tool, args) {
   return { ...found, tree: snap.tree };
 }
 function callDir(env, n2) {
-  return env.bundle.path(join43("tools", String(n2).padStart(3, "0")));
+  return env.bundle.path(join44("tools", String(n2).padStart(3, "0")));
 }
 function toolsDir(env, n2, sub) {
-  const dir = sub === void 0 ? callDir(env, n2) : join43(callDir(env, n2), sub);
-  rmSync26(dir, { recursive: true, force: true });
+  const dir = sub === void 0 ? callDir(env, n2) : join44(callDir(env, n2), sub);
+  rmSync27(dir, { recursive: true, force: true });
   mkdirSync25(dir, { recursive: true });
   return dir;
 }
@@ -87153,16 +87163,16 @@ function dropBulk(dir) {
   for (const bulk of [
     "programs",
     "trace",
-    join43("champion", "trace"),
-    ...accelerators.map((p) => join43(p, "programs"))
+    join44("champion", "trace"),
+    ...accelerators.map((p) => join44(p, "programs"))
   ]) {
-    rmSync26(join43(dir, bulk), { recursive: true, force: true });
+    rmSync27(join44(dir, bulk), { recursive: true, force: true });
   }
 }
 async function snapshot({ ctx, ev }, repo) {
   const base = ev.base.commit;
   return oneAtATime(async () => {
-    const wt = await worktreeAt(ctx, join43(ctx.runDir, "worktrees", `tools-${iterationDirName(ev)}`), base);
+    const wt = await worktreeAt(ctx, join44(ctx.runDir, "worktrees", `tools-${iterationDirName(ev)}`), base);
     try {
       const taken = snapshotTree(repo, wt.root);
       if (taken.refused.length > 0) {
@@ -87185,13 +87195,13 @@ async function exportTree2(env, draw, commit2, platform3, backend) {
   const { ctx, ev } = env;
   const plan = await requestPlan(ctx, draw, { backend, harness: ev.base.commit, platform: platform3 });
   const work = toolsDir(env, (ev.tools?.calls.length ?? 0) + 1, platform3 === "cpu" ? void 0 : platform3);
-  const dir = join43(work, "programs");
+  const dir = join44(work, "programs");
   const exported = await exportPrograms(ctx, draw, {
     backend,
     commit: commit2,
     plan,
     dest: dir,
-    logFile: join43(work, "export.log"),
+    logFile: join44(work, "export.log"),
     record: { dir: "programs", logFile: "export.log" },
     name: `tools-${platform3}`,
     step: platform3 === "cpu" ? "cpu-gate" : "measure"
@@ -87222,8 +87232,8 @@ async function gateSession({ ctx, ev }, draw, exported, platform3, backend) {
     programs: exported.dir,
     backend,
     harness: ev.base.commit,
-    sessionFile: join43(exported.work, "session.json"),
-    logFile: join43(exported.work, "verify.log"),
+    sessionFile: join44(exported.work, "session.json"),
+    logFile: join44(exported.work, "verify.log"),
     name: cpu ? "tools-check" : "tools-check-accelerator",
     step: cpu ? "cpu-gate" : "accelerator-gate"
   });
@@ -87263,8 +87273,8 @@ async function screen(env, draw, commit2, rounds) {
       backend: ctx.backend,
       harness: ev.base.commit,
       programs: { A: champion.dir, B: dir },
-      sessionFile: join43(work, "session.json"),
-      logFile: join43(work, "verify.log"),
+      sessionFile: join44(work, "session.json"),
+      logFile: join44(work, "verify.log"),
       name: "tools-screen",
       step: "measure"
     });
@@ -87304,19 +87314,19 @@ async function profile(env, draw, commit2) {
       arm: "B",
       harness: ev.base.commit,
       programs: dir,
-      traceDir: join43(work, "trace"),
-      metrics: join43(work, "metrics.json"),
-      log: join43(work, "profile.log"),
-      session: join43(work, "session.json"),
+      traceDir: join44(work, "trace"),
+      metrics: join44(work, "metrics.json"),
+      log: join44(work, "profile.log"),
+      session: join44(work, "session.json"),
       name: "tools-profile"
     });
   } catch (e) {
-    if (e instanceof VerifierFailed || !existsSync29(join43(work, "session.json"))) {
+    if (e instanceof VerifierFailed || !existsSync29(join44(work, "session.json"))) {
       return { text: `profile: ${errorMessage(e).slice(0, 500)}`, isError: true };
     }
     throw e;
   }
-  const champion = await championProfile(ctx, ev.base.commit, { scratch: join43(work, "champion") });
+  const champion = await championProfile(ctx, ev.base.commit, { scratch: join44(work, "champion") });
   return {
     text: `profile of your tree against the champion's (advisory):
 ${withoutPaths(formatDiff(diffSummaries(champion.summary, summary2), 12))}`,
@@ -87357,11 +87367,11 @@ var proposeStep = {
     const base = ev.base.commit;
     const repo = agentRepoPath(ctx, ev);
     const out = agentOutputPath(ctx, ev);
-    rmSync27(dirname21(repo), { recursive: true, force: true });
+    rmSync28(dirname21(repo), { recursive: true, force: true });
     mkdirSync26(out, { recursive: true });
     await oneAtATime(() => ctx.git.cloneForAgent(repo, base));
     const attempts = (ev.agent?.attempts ?? 0) + 1;
-    const resultFile = join44(out, AGENT_RESULT_NAME);
+    const resultFile = join45(out, AGENT_RESULT_NAME);
     const python = venvPython(ctx.root);
     const tools = ctx.config.agent.tools.enabled ? agentTools(env, repo) : void 0;
     let outcome;
@@ -87372,7 +87382,7 @@ var proposeStep = {
         workdir: repo,
         prompt: readFileSync29(bundle.path(BundleFiles.prompt), "utf8"),
         resultFile,
-        logFile: join44(out, AGENT_LOG_NAME),
+        logFile: join45(out, AGENT_LOG_NAME),
         timeoutMs: ctx.config.agent.timeout_minutes * MINUTE_MS3,
         idleTimeoutMs: ctx.config.agent.idle_timeout_minutes * MINUTE_MS3,
         env: {
@@ -87392,9 +87402,9 @@ var proposeStep = {
     } finally {
       await tools?.close();
     }
-    rmSync27(join44(out, "home"), { recursive: true, force: true });
+    rmSync28(join45(out, "home"), { recursive: true, force: true });
     const kept = BundleFiles.agentAttempt(attempts);
-    rmSync27(bundle.path(kept), { recursive: true, force: true });
+    rmSync28(bundle.path(kept), { recursive: true, force: true });
     copyPlainTree(out, bundle.path(kept), { maxTotalBytes: 256 * 1024 * 1024 });
     if (outcome.isolation) recordIsolation(ev, "propose", { mode: outcome.isolation, job: ctx.job });
     const earlier = ev.agent ? [...ev.agent.earlier ?? [], attemptSummary(ev.agent)] : [];
@@ -87425,7 +87435,7 @@ async function takeChange({ ctx, bundle, ev }, repo, outcome) {
   const snapshot2 = snapshotTree(repo, wt.root);
   if (snapshot2.refused.length > 0) {
     await wt.resetHard(base);
-    rmSync27(dirname21(repo), { recursive: true, force: true });
+    rmSync28(dirname21(repo), { recursive: true, force: true });
     return {
       status: "verdict",
       verdict: "invalid",
@@ -87436,7 +87446,7 @@ async function takeChange({ ctx, bundle, ev }, repo, outcome) {
   }
   await wt.stageAll();
   if (!await wt.hasStagedChanges()) {
-    rmSync27(dirname21(repo), { recursive: true, force: true });
+    rmSync28(dirname21(repo), { recursive: true, force: true });
     const why = outcome.status === "finished" ? "the agent made no commit" : outcome.status === "timeout" ? "the agent timed out without a commit" : `the agent failed (exit code ${outcome.exitCode}) without a commit${agentLastWords(bundle.path(ev.agent.logFile))}`;
     return { status: "verdict", verdict: "no-op", reasons: [why] };
   }
@@ -87444,7 +87454,7 @@ async function takeChange({ ctx, bundle, ev }, repo, outcome) {
     identity: HARNESS_IDENTITY,
     author: agentIdentity(ctx.agent.name)
   });
-  rmSync27(dirname21(repo), { recursive: true, force: true });
+  rmSync28(dirname21(repo), { recursive: true, force: true });
   const ref = candidateRef(ctx.runId, ev);
   await ctx.git.updateRef(ref, head);
   await ctx.git.createBundle(bundle.path(BundleFiles.gitBundle), ref, base);
@@ -87491,13 +87501,13 @@ async function agentIsolation(ctx, repo, out) {
         ...ctx.config.sandbox.read_paths
       ],
       writable: [repo, out],
-      home: join44(out, "home")
+      home: join45(out, "home")
     }
   };
 }
 async function commitMessage2(ctx, repo, base, result) {
   const head = readAgentHead(repo);
-  const objects = join44(repo, ".git", "objects");
+  const objects = join45(repo, ".git", "objects");
   if (head && head !== base && existsSync30(objects)) {
     const messages = await ctx.git.messagesVia(objects, base, head);
     if (messages && messages.length > 0) return `${messages.join("\n\n")}
@@ -87650,17 +87660,17 @@ function dryRunPublish(ctx, bundle, ev) {
 }
 
 // src/loop/steps/record.ts
-import { existsSync as existsSync32, readFileSync as readFileSync31, writeFileSync as writeFileSync15 } from "node:fs";
-import { join as join45 } from "node:path";
+import { existsSync as existsSync32, readFileSync as readFileSync31, writeFileSync as writeFileSync16 } from "node:fs";
+import { join as join46 } from "node:path";
 var recordStep = {
   name: "record",
   evaluation: false,
   async run({ ctx, bundle, ev, save }) {
     ev.finishedAt ??= (/* @__PURE__ */ new Date()).toISOString();
-    const evidenceRef = join45("runs", ctx.runId, bundle.dir.split("/").pop(), "evidence.json");
+    const evidenceRef = join46("runs", ctx.runId, bundle.dir.split("/").pop(), "evidence.json");
     const entry = renderLogEntry(ev, { evidencePath: evidenceRef });
     writeFileAtomic(bundle.path(BundleFiles.logEntry), entry);
-    const runLog = join45(ctx.runDir, "hillclimb-log.md");
+    const runLog = join46(ctx.runDir, "hillclimb-log.md");
     const runLogText = existsSync32(runLog) ? readFileSync31(runLog, "utf8") : void 0;
     const tag = ev.slot ? `${ev.iteration}-c${ev.slot.index}` : `${ev.iteration}`;
     if (!runLogText?.includes(`<!-- hillclimb:iteration ${ctx.runId}/${tag} -->`)) {
@@ -87670,7 +87680,7 @@ var recordStep = {
         {},
         { candidate: Boolean(ev.slot) }
       );
-      writeFileSync15(runLog, text3);
+      writeFileSync16(runLog, text3);
       save();
       for (const p of lintLog(text3, { scope: "last-entry", loadEvidence: evidenceLoader([ctx.stateDir]) })) {
         const line = `log lint: ${formatProblem(runLog, p)}`;
@@ -87900,16 +87910,16 @@ function isInfra(e) {
 
 // src/loop/drivers/phases.ts
 import { existsSync as existsSync36 } from "node:fs";
-import { join as join47 } from "node:path";
+import { join as join48 } from "node:path";
 
 // src/loop/state/attestation.ts
 import { createHash as createHash12 } from "node:crypto";
 import { existsSync as existsSync33, lstatSync as lstatSync3, readdirSync as readdirSync16, readFileSync as readFileSync32 } from "node:fs";
-import { join as join46 } from "node:path";
+import { join as join47 } from "node:path";
 function bundleDigest(dir) {
   const lines = [];
   const walk3 = (rel) => {
-    const abs = rel === "" ? dir : join46(dir, rel);
+    const abs = rel === "" ? dir : join47(dir, rel);
     const st = lstatSync3(abs);
     if (st.isDirectory()) {
       for (const name of readdirSync16(abs).sort()) walk3(rel === "" ? name : `${rel}/${name}`);
@@ -87970,7 +87980,7 @@ function parseAttestation(text3, source) {
   };
 }
 function localAttestationFile(stateDir, runId, key) {
-  return join46(stateDir, "trust", `${runId}-${iterationDirName(key)}.json`);
+  return join47(stateDir, "trust", `${runId}-${iterationDirName(key)}.json`);
 }
 function writeLocalAttestation(file, a2) {
   writeFileAtomic(file, `${JSON.stringify(a2)}
@@ -88002,7 +88012,7 @@ function preflight(config, target, needs) {
 }
 
 // src/loop/drivers/trust.ts
-import { existsSync as existsSync35, renameSync as renameSync7, rmSync as rmSync28 } from "node:fs";
+import { existsSync as existsSync35, renameSync as renameSync7, rmSync as rmSync29 } from "node:fs";
 var PRODUCED_BY = {
   "cpu-gate": ["cpu-gate", "accelerator-gate", "measure", "profile", "decide", "record", "publish"],
   "accelerator-gate": ["accelerator-gate", "measure", "profile", "decide", "record", "publish"],
@@ -88014,11 +88024,11 @@ var HARMLESS_WITHOUT_CANDIDATE = /* @__PURE__ */ new Set(["no-op", "invalid", "e
 function quarantineBundle(bundle) {
   const fresh = `${bundle.dir}.quarantine-${process.pid}`;
   const old = `${bundle.dir}.untrusted-${process.pid}`;
-  rmSync28(fresh, { recursive: true, force: true });
+  rmSync29(fresh, { recursive: true, force: true });
   const copied = copyPlainTree(bundle.dir, fresh);
   renameSync7(bundle.dir, old);
   renameSync7(fresh, bundle.dir);
-  rmSync28(old, { recursive: true, force: true });
+  rmSync29(old, { recursive: true, force: true });
   return copied.refused;
 }
 async function acceptBundle(ctx, bundle, phase, opts) {
@@ -88233,7 +88243,7 @@ async function openPhase(phase, opts) {
   const steps = PHASE_STEPS[phase];
   const slot = trustedSlot(config.loop.candidates, opts.slot);
   const key = { iteration: opts.iteration, ...slot ? { slot } : {} };
-  const bundle = new Bundle(join47(runDirOf(stateDir, opts.runId), iterationDirName(key)));
+  const bundle = new Bundle(join48(runDirOf(stateDir, opts.runId), iterationDirName(key)));
   const refused = takesOver(phase) && existsSync36(bundle.dir) ? quarantineBundle(bundle) : [];
   for (const r of refused) opts.logger.warn(`bundle ${bundle.dir}: left out ${r}`);
   const existing = bundle.exists() ? bundle.load() : void 0;
@@ -88288,7 +88298,7 @@ async function phaseSetup(phase, opts) {
     const keys = importKeptPrograms(
       stateDir,
       opts.logger,
-      join47(config.root, KEPT_HANDOVER_DIR),
+      join48(config.root, KEPT_HANDOVER_DIR),
       opts.keptPrograms
     );
     if (keys.length > 0)
@@ -88453,8 +88463,8 @@ function fullSha(value2, what) {
 }
 
 // src/loop/drivers/pull-request.ts
-import { rmSync as rmSync29 } from "node:fs";
-import { join as join48 } from "node:path";
+import { rmSync as rmSync30 } from "node:fs";
+import { join as join49 } from "node:path";
 async function acceptMeasured(opts) {
   const open6 = await openPhase("publish", opts);
   if (!open6.existing) {
@@ -88535,9 +88545,9 @@ async function recordBaseline(opts) {
     ev.finishedAt ??= (/* @__PURE__ */ new Date()).toISOString();
     await storeBundle(ctx.store, bundle, ev, prefix);
     bundle.save(ev);
-    const series = join48(ctx.runDir, "baseline.jsonl");
+    const series = join49(ctx.runDir, "baseline.jsonl");
     const key = baselineKey(target.name);
-    rmSync29(series, { force: true });
+    rmSync30(series, { force: true });
     if ((await ctx.store.list("baselines/")).includes(key)) await ctx.store.get(key, series);
     const rows = readJsonLines(series).rows;
     if (!rows.some((r) => r.runId === opts.runId && r.iteration === opts.iteration)) {
@@ -88551,7 +88561,7 @@ async function recordBaseline(opts) {
 }
 
 // src/loop/drivers/search.ts
-import { join as join49 } from "node:path";
+import { join as join50 } from "node:path";
 
 // src/search/race.ts
 var RACE_FALSE_DROP_RATE = 0.05;
@@ -88944,7 +88954,7 @@ function fallsThrough(ev) {
 function candidateBundles(runDir, iteration, k) {
   return Array.from(
     { length: k },
-    (_, s) => new Bundle(join49(runDir, iterationDirName({ iteration, slot: { index: s + 1 } })))
+    (_, s) => new Bundle(join50(runDir, iterationDirName({ iteration, slot: { index: s + 1 } })))
   );
 }
 function leadBundle(bundles) {

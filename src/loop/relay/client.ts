@@ -25,6 +25,7 @@ import {
   doneName,
   LIST_FAILURES,
   parseName,
+  publishMarker,
   RELAY_VERSION,
   type RelayRequest,
   readAnswer,
@@ -182,11 +183,5 @@ export function relayBackend(o: RelayClientOptions): Backend {
 export async function markRelayDone(store: RelayStore, runId: string, client: string): Promise<void> {
   // Said once: the propose phase says it, and the workflow's always-step again for a job that failed first.
   if ((await store.list(doneName(runId, client))).includes(doneName(runId, client))) return;
-  const scratch = mkdtempSync(join(tmpdir(), 'hillclimb-relay-done-'));
-  try {
-    writeFileSync(join(scratch, 'done.json'), `${JSON.stringify({ version: RELAY_VERSION })}\n`);
-    await store.put(doneName(runId, client), scratch);
-  } finally {
-    rmSync(scratch, { recursive: true, force: true });
-  }
+  await publishMarker(store, doneName(runId, client));
 }

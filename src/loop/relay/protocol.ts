@@ -11,6 +11,10 @@
  * `client` is one propose job (a search's candidate: c<slot>; else `main`). Either end reads the other's
  * folder as untrusted bytes: plain files, within limits, JSON of a known shape.
  */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { RelayStore } from '../../compute/index.js';
 import { readPlainFile } from '../../util/index.js';
 
 export const RELAY_VERSION = 1;
@@ -97,15 +101,21 @@ function isRecord(x: unknown): x is Record<string, unknown> {
   return typeof x === 'object' && x !== null && !Array.isArray(x);
 }
 
-/** request.json, or why it is not one. */
-export function readRequest(file: string): RelayRequest | string {
+/** `file` (request.json, answer.json) as a record of this protocol's version, or why it is not one. */
+function readVersioned(file: string, what: string): Record<string, unknown> | string {
   let raw: unknown;
   try {
     raw = readJson(file);
   } catch (e) {
-    return `request.json is unreadable: ${(e as Error).message.slice(0, 200)}`;
+    return `${what} is unreadable: ${(e as Error).message.slice(0, 200)}`;
   }
-  if (!isRecord(raw) || raw.version !== RELAY_VERSION) return `request.json is not version ${RELAY_VERSION}`;
+  return isRecord(raw) && raw.version === RELAY_VERSION ? raw : `${what} is not version ${RELAY_VERSION}`;
+}
+
+/** request.json, or why it is not one. */
+export function readRequest(file: string): RelayRequest | string {
+  const raw = readVersioned(file, 'request.json');
+  if (typeof raw === 'string') return raw;
   if (!Array.isArray(raw.command) || !raw.command.every((w) => typeof w === 'string')) {
     return 'request.json has no command (a list of words)';
   }
@@ -116,13 +126,8 @@ const KILLED = ['timeout', 'idle-timeout', 'abort'] as const;
 
 /** answer.json, or why it is not one. */
 export function readAnswer(file: string): RelayAnswer | string {
-  let raw: unknown;
-  try {
-    raw = readJson(file);
-  } catch (e) {
-    return `answer.json is unreadable: ${(e as Error).message.slice(0, 200)}`;
-  }
-  if (!isRecord(raw) || raw.version !== RELAY_VERSION) return `answer.json is not version ${RELAY_VERSION}`;
+  const raw = readVersioned(file, 'answer.json');
+  if (typeof raw === 'string') return raw;
   const { exitCode, killedBy, infraError, durationMs, refused } = raw;
   if (!(exitCode === null || Number.isInteger(exitCode)))
     return 'answer.json: exitCode is not a whole number';
@@ -146,4 +151,15 @@ export function readAnswer(file: string): RelayAnswer | string {
     ...(typeof infraError === 'string' ? { infraError: infraError.slice(0, 2000) } : {}),
     ...(typeof refused === 'string' ? { refused: refused.slice(0, 2000) } : {}),
   };
+}
+
+/** Publish a marker under `name`: a folder of one small JSON file (done, serving, closed). */
+export async function publishMarker(store: RelayStore, name: string): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'hillclimb-relay-marker-'));
+  try {
+    writeFileSync(join(dir, 'marker.json'), `${JSON.stringify({ version: RELAY_VERSION })}\n`);
+    await store.put(name, dir);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }

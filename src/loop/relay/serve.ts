@@ -23,6 +23,7 @@ import {
   LIST_FAILURES,
   LOG_TAIL_BYTES,
   parseName,
+  publishMarker,
   RELAY_VERSION,
   REQUEST_LIMITS,
   type RelayAnswer,
@@ -86,7 +87,7 @@ export async function serveToolsRelay(o: ServeOptions): Promise<ServeReport> {
   });
 
   // Best effort: a serving job run again (a re-run of the workflow's job) finds its own marker there.
-  await marker(store, servingName(ctx.runId)).catch((e: unknown) =>
+  await publishMarker(store, servingName(ctx.runId)).catch((e: unknown) =>
     ctx.logger.warn(`tools relay: could not say it serves: ${errorMessage(e)}`),
   );
   try {
@@ -151,20 +152,9 @@ export async function serveToolsRelay(o: ServeOptions): Promise<ServeReport> {
     }
   } finally {
     // However the serving ends: a propose job still waiting stops at once instead of at its deadline.
-    await marker(store, closedName(ctx.runId)).catch((e: unknown) =>
+    await publishMarker(store, closedName(ctx.runId)).catch((e: unknown) =>
       ctx.logger.warn(`tools relay: could not say it stopped: ${errorMessage(e)}`),
     );
-  }
-}
-
-/** Publish an empty marker (a small JSON file) under `name`. */
-async function marker(store: RelayStore, name: string): Promise<void> {
-  const dir = mkdtempSync(join(tmpdir(), 'hillclimb-relay-marker-'));
-  try {
-    writeFileSync(join(dir, 'marker.json'), `${JSON.stringify({ version: RELAY_VERSION })}\n`);
-    await store.put(name, dir);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
   }
 }
 
