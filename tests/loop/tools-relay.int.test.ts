@@ -453,7 +453,16 @@ describe("the tools relay's serving job, when clients misbehave or stop", () => 
         // The verifier ran (and failed on an empty manifest): the session was served, not lost.
         expect(result.infraError).toBeUndefined();
         expect(result.handle).toMatch(/-main-0001-answer$/);
-        await markRelayDone(flaky!, runId, 'main');
+        // Saying done lists the store too: its first two listings fail here, whatever the polling's count.
+        let misses = 2;
+        const hiccup: RelayStore = {
+          ...flaky!,
+          list: async (prefix) => {
+            if (misses-- > 0) throw new Error('503 Service Unavailable');
+            return flaky!.list(prefix);
+          },
+        };
+        await markRelayDone(hiccup, runId, 'main', 5);
       },
       async ({ store }) => {
         // Every third listing fails, as an artifact service that hiccups: never ten in a row.

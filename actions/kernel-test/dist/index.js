@@ -85908,9 +85908,18 @@ function relayBackend(o2) {
     run: (job) => isVerifierSession(job) ? relay(job) : o2.local.run(job)
   };
 }
-async function markRelayDone(store, runId, client) {
-  if ((await store.list(doneName(runId, client))).includes(doneName(runId, client))) return;
-  await publishMarker(store, doneName(runId, client));
+async function markRelayDone(store, runId, client, retryMs = 5e3) {
+  const name = doneName(runId, client);
+  for (let failures = 0; ; ) {
+    try {
+      if ((await store.list(name)).includes(name)) return;
+      break;
+    } catch (e) {
+      if (++failures > LIST_FAILURES) throw e;
+      await new Promise((r) => setTimeout(r, retryMs));
+    }
+  }
+  await publishMarker(store, name);
 }
 
 // src/loop/open-context.ts

@@ -180,8 +180,24 @@ export function relayBackend(o: RelayClientOptions): Backend {
 }
 
 /** Tell the serving job that `client` sends nothing more (its agent has ended): it stops once all have. */
-export async function markRelayDone(store: RelayStore, runId: string, client: string): Promise<void> {
+export async function markRelayDone(
+  store: RelayStore,
+  runId: string,
+  client: string,
+  retryMs = 5_000,
+): Promise<void> {
+  const name = doneName(runId, client);
   // Said once: the propose phase says it, and the workflow's always-step again for a job that failed first.
-  if ((await store.list(doneName(runId, client))).includes(doneName(runId, client))) return;
-  await publishMarker(store, doneName(runId, client));
+  // A hiccup of the store is waited out as the polling ends wait it out: unsaid, the serving job would hold
+  // the machine until its deadline.
+  for (let failures = 0; ; ) {
+    try {
+      if ((await store.list(name)).includes(name)) return;
+      break;
+    } catch (e) {
+      if (++failures > LIST_FAILURES) throw e;
+      await new Promise<void>((r) => setTimeout(r, retryMs));
+    }
+  }
+  await publishMarker(store, name);
 }
