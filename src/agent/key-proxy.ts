@@ -240,17 +240,35 @@ export async function startKeyProxy(opts: KeyProxyOptions): Promise<KeyProxy> {
           }
           const send = tls ? httpsRequest : httpRequest;
           const headers = { ...headersFor(req.headers), 'content-length': String(body.length) };
-          const out = send(
-            { host: upstream.hostname, port, method: req.method, path: upstreamPath(r.target), headers },
-            (answer) => {
-              res.writeHead(answer.statusCode ?? 502, stripHop(answer.headers));
-              answer.pipe(res);
-            },
-          );
-          // An upstream that cannot be reached looks the same to the CLI: the connection drops, with no
-          // answer (so its own "unreachable" handling, and ours, apply; a 502 would read as a server error).
-          out.on('error', () => req.socket.destroy());
-          out.end(body);
+          const forward = (fresh: boolean) => {
+            const out = send(
+              {
+                host: upstream.hostname,
+                port,
+                method: req.method,
+                path: upstreamPath(r.target),
+                headers,
+                // A fresh connection of its own (a one-request agent), not another kept one.
+                ...(fresh ? { agent: false } : {}),
+              },
+              (answer) => {
+                res.writeHead(answer.statusCode ?? 502, stripHop(answer.headers));
+                answer.pipe(res);
+              },
+            );
+            out.on('error', () => {
+              // A kept-alive connection the upstream closed as this request went out on it (its idle
+              // timer ran out meanwhile): nothing was answered, so the request is sent once more on a
+              // fresh connection, as Node's documentation of reusedSocket advises.
+              if (!fresh && out.reusedSocket && !res.headersSent) return forward(true);
+              // An upstream that cannot be reached looks the same to the CLI: the connection drops, with
+              // no answer (its own "unreachable" handling, and ours, apply; a 502 would read as a server
+              // error).
+              req.socket.destroy();
+            });
+            out.end(body);
+          };
+          forward(false);
         })
         .catch(() => req.socket.destroy()) // whatever went wrong, this request goes no further
         .finally(() => budget.release(req));

@@ -96,6 +96,19 @@ async function proxyTo(
   return proxy;
 }
 
+/** `server` listening on the loopback, closed after the test: its URL as an upstream. */
+async function listening(server: ReturnType<typeof createServer>): Promise<string> {
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  closers.push(
+    () =>
+      new Promise((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  );
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+}
+
 /** A masked client frame (RFC 6455) carrying `text`. */
 function frame(text: string, opcode = 1, fin = true): Buffer {
   const data = Buffer.from(text);
@@ -472,5 +485,44 @@ describe('the key proxy', () => {
     await expect(
       fetch(`${proxy.url}/responses`, { method: 'POST', headers: JSON_TYPE, body: '{}' }),
     ).rejects.toThrow();
+  });
+
+  it('a kept connection the upstream closes as a request goes out on it: sent once more, on a fresh one', async () => {
+    // Each connection answers its first request and drops any later one unanswered, as an upstream whose
+    // idle timer runs out as the proxy reuses the connection (in one process under load, the test's own
+    // upstream did: "other side closed" on the second of three large bodies).
+    let arrivals = 0;
+    const answered = new WeakSet<object>();
+    const up = createServer((req, res) => {
+      arrivals++;
+      if (answered.has(req.socket)) {
+        req.socket.destroy();
+        return;
+      }
+      answered.add(req.socket);
+      req.resume();
+      req.on('end', () => res.end('{"ok":true}'));
+    });
+    const proxy = await proxyTo(await listening(up));
+    for (let i = 0; i < 2; i++) {
+      const res = await fetch(`${proxy.url}/responses`, { method: 'POST', headers: JSON_TYPE, body: '{}' });
+      expect([res.status, await res.text()]).toEqual([200, '{"ok":true}']);
+    }
+    // The second request: dropped on the kept connection, answered on a fresh one.
+    expect(arrivals).toBe(3);
+  });
+
+  it('an upstream that drops every request is not asked again and again', async () => {
+    let arrivals = 0;
+    const up = createServer((req) => {
+      arrivals++;
+      req.socket.destroy();
+    });
+    const proxy = await proxyTo(await listening(up));
+    await expect(
+      fetch(`${proxy.url}/responses`, { method: 'POST', headers: JSON_TYPE, body: '{}' }),
+    ).rejects.toThrow();
+    // A fresh connection failed: nothing to retry.
+    expect(arrivals).toBe(1);
   });
 });

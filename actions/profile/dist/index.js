@@ -84221,15 +84221,29 @@ async function startKeyProxy(opts) {
         }
         const send = tls ? httpsRequest2 : httpRequest2;
         const headers = { ...headersFor(req.headers), "content-length": String(body.length) };
-        const out = send(
-          { host: upstream.hostname, port, method: req.method, path: upstreamPath(r.target), headers },
-          (answer) => {
-            res.writeHead(answer.statusCode ?? 502, stripHop(answer.headers));
-            answer.pipe(res);
-          }
-        );
-        out.on("error", () => req.socket.destroy());
-        out.end(body);
+        const forward = (fresh) => {
+          const out = send(
+            {
+              host: upstream.hostname,
+              port,
+              method: req.method,
+              path: upstreamPath(r.target),
+              headers,
+              // A fresh connection of its own (a one-request agent), not another kept one.
+              ...fresh ? { agent: false } : {}
+            },
+            (answer) => {
+              res.writeHead(answer.statusCode ?? 502, stripHop(answer.headers));
+              answer.pipe(res);
+            }
+          );
+          out.on("error", () => {
+            if (!fresh && out.reusedSocket && !res.headersSent) return forward(true);
+            req.socket.destroy();
+          });
+          out.end(body);
+        };
+        forward(false);
       }).catch(() => req.socket.destroy()).finally(() => budget.release(req));
     }
   );
