@@ -97,6 +97,9 @@ export function perLookConfidence(
 const logMean = (ratios: readonly number[]): number =>
   Math.exp(ratios.reduce((s, r) => s + Math.log(r), 0) / ratios.length);
 
+/** An SD of log ratios at or below this is rounds that all read the same (floating point's rounding). */
+const SAME_ROUNDS_SD = 1e-9;
+
 const ones = (n: number): number[] => Array.from({ length: n }, () => 1);
 
 /**
@@ -104,7 +107,8 @@ const ones = (n: number): number[] => Array.from({ length: n }, () => 1);
  * at least n rounds are compared on their first n: (a) a candidate whose interval against the champion
  * lies wholly below the threshold is dropped; (b) the leader (best estimate among the rest) drops every
  * candidate it beats with its pairwise interval wholly above 1. No look happens before 2 rounds, so one
- * round drops nothing. The race ends when one contender is left, when no contender's estimate reaches
+ * round drops nothing, nor do rounds whose ratios are all the same (an interval of zero width says
+ * nothing of the noise: a coarse clock, not a certain ratio). The race ends when one contender is left, when no contender's estimate reaches
  * the threshold at a look (futility), or when the budget is spent.
  * @throws RangeError on a bad schedule (a caller bug).
  */
@@ -143,7 +147,8 @@ export function replayRace(arms: readonly RaceArm[], schedule: RaceSchedule): Ra
       const vs = pairedLogRatio(arm.ratios.slice(0, n), ones(n), confidence);
       const standing = standings.get(arm.id)!;
       standing.vsChampion = vs;
-      if (vs.ci.hi < schedule.threshold) standing.dropped = { kind: 'below-bar', look, vsChampion: vs };
+      if (vs.logSd > SAME_ROUNDS_SD && vs.ci.hi < schedule.threshold)
+        standing.dropped = { kind: 'below-bar', look, vsChampion: vs };
     }
     const rest = timed.filter((a) => standings.get(a.id)!.dropped === null);
     const leader = bestOf(rest, (a) => logMean(a.ratios.slice(0, n)));
@@ -151,7 +156,7 @@ export function replayRace(arms: readonly RaceArm[], schedule: RaceSchedule): Ra
     for (const arm of rest) {
       if (arm === leader) continue;
       const vs = pairedLogRatio(leader.ratios.slice(0, n), arm.ratios.slice(0, n), confidence);
-      if (vs.ci.lo > 1)
+      if (vs.logSd > SAME_ROUNDS_SD && vs.ci.lo > 1)
         standings.get(arm.id)!.dropped = { kind: 'behind', look, leader: leader.id, vsLeader: vs };
     }
     if (alive().length <= 1) break;

@@ -101,6 +101,25 @@ describe('racing the screen', () => {
     expect(result.next).toEqual({ rounds: 3, ids: ['unclear', 'unclear2'] });
   });
 
+  it('drops nothing on rounds whose ratios are all the same: a zero-width interval knows no noise', () => {
+    // A clock that ticks in whole milliseconds reads the same every round: the ratio is not certain.
+    const measurement: ScreenMeasurement = {
+      champion: [8, 8, 8],
+      candidates: [
+        { id: 'ahead', values: [4, 4, 4] },
+        { id: 'level', values: [8, 8, 8] },
+        { id: 'behind', values: [5, 5, 5] },
+      ],
+    };
+    const result = screenCandidates(measurement, 'lower', { rounds: 3, maxRounds: 9, bar: 0.02 });
+    expect(result.ranked.map((c) => [c.id, c.reason.endsWith('still racing')])).toEqual([
+      ['ahead', true],
+      ['behind', true],
+      ['level', true],
+    ]);
+    expect(result.next).toEqual({ rounds: 3, ids: ['ahead', 'behind', 'level'] });
+  });
+
   it('stops when no candidate is at the bar at a look with intervals (futility), never after one round', () => {
     const nulls = (n: number): ScreenMeasurement => ({
       champion: Array.from({ length: n }, () => 100),

@@ -88599,6 +88599,7 @@ function perLookConfidence(looks, candidates, falseDropRate = RACE_FALSE_DROP_RA
   return 1 - falseDropRate / (looks * Math.max(1, candidates));
 }
 var logMean = (ratios) => Math.exp(ratios.reduce((s, r) => s + Math.log(r), 0) / ratios.length);
+var SAME_ROUNDS_SD = 1e-9;
 var ones = (n2) => Array.from({ length: n2 }, () => 1);
 function replayRace(arms, schedule) {
   if (!(Number.isInteger(schedule.rounds) && schedule.rounds >= 1))
@@ -88635,7 +88636,8 @@ function replayRace(arms, schedule) {
       const vs = pairedLogRatio(arm.ratios.slice(0, n2), ones(n2), confidence);
       const standing = standings.get(arm.id);
       standing.vsChampion = vs;
-      if (vs.ci.hi < schedule.threshold) standing.dropped = { kind: "below-bar", look, vsChampion: vs };
+      if (vs.logSd > SAME_ROUNDS_SD && vs.ci.hi < schedule.threshold)
+        standing.dropped = { kind: "below-bar", look, vsChampion: vs };
     }
     const rest2 = timed.filter((a2) => standings.get(a2.id).dropped === null);
     const leader = bestOf(rest2, (a2) => logMean(a2.ratios.slice(0, n2)));
@@ -88643,7 +88645,7 @@ function replayRace(arms, schedule) {
     for (const arm of rest2) {
       if (arm === leader) continue;
       const vs = pairedLogRatio(leader.ratios.slice(0, n2), arm.ratios.slice(0, n2), confidence);
-      if (vs.ci.lo > 1)
+      if (vs.logSd > SAME_ROUNDS_SD && vs.ci.lo > 1)
         standings.get(arm.id).dropped = { kind: "behind", look, leader: leader.id, vsLeader: vs };
     }
     if (alive().length <= 1) break;
