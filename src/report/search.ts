@@ -44,11 +44,13 @@ export function searchSection(evidence: IterationEvidence): string | undefined {
     'The verdict and every number of the full comparison come from those rounds alone: the best of several ' +
     'noisy screens overstates its own effect, so a screening round is never evidence.';
   const outcome = raceOutcome(search);
+  // The level in the column itself: a race's intervals are wider than the 95% a reader assumes.
+  const screenColumn = race ? `screen [${confidenceText(race.confidence)} interval]` : 'screen [interval]';
   return [
     heading,
     rule,
     ...(outcome ? [outcome] : []),
-    table(['candidate', 'change', 'reached', 'screen [interval]', 'rounds', 'verdict', 'why'], rows, [
+    table(['candidate', 'change', 'reached', screenColumn, 'rounds', 'verdict', 'why'], rows, [
       'left',
       'left',
       'left',

@@ -64,6 +64,8 @@ describe('the search table', () => {
     );
     expect(text).toContain('raced up to 6 rounds');
     expect(text).toContain('(99.44% per look)');
+    // The level sits in the column too: a reader of the table alone would take a bracket for 95%.
+    expect(text).toContain('| screen [99.44% interval] | rounds |');
     expect(text).toContain(
       'Candidate 2 was chosen on its estimate at the round budget (6 rounds), not separated from candidate 1 (1.076×)',
     );

@@ -71949,11 +71949,12 @@ function searchSection(evidence) {
   const screened = !race ? `screened against the champion (${plural(search.screenRounds, "paired round")})` : race.maxRounds > search.screenRounds ? `screened against the champion in sessions of ${plural(search.screenRounds, "paired round")}, raced up to ${plural(race.maxRounds, "round")}: ${dropRule("after each session")} (${confidenceText(race.confidence)} per look); the rest got another session` : search.screenRounds >= 2 ? `screened against the champion in one session of ${plural(search.screenRounds, "paired round")}: ${dropRule("after it")} (${confidenceText(race.confidence)} intervals)` : `screened against the champion in one session of 1 round (no interval: ranked on its estimate)`;
   const rule = `Every candidate that passed its gates was ${screened}; only the best one at or above ${formatRatio(search.threshold)} was measured in full, on fresh rounds (the next best too when one ended invalid, no-op or error before the comparison's first look, having said nothing about its effect). The verdict and every number of the full comparison come from those rounds alone: the best of several noisy screens overstates its own effect, so a screening round is never evidence.`;
   const outcome = raceOutcome(search);
+  const screenColumn = race ? `screen [${confidenceText(race.confidence)} interval]` : "screen [interval]";
   return [
     heading,
     rule,
     ...outcome ? [outcome] : [],
-    table(["candidate", "change", "reached", "screen [interval]", "rounds", "verdict", "why"], rows, [
+    table(["candidate", "change", "reached", screenColumn, "rounds", "verdict", "why"], rows, [
       "left",
       "left",
       "left",
