@@ -23,6 +23,11 @@ export interface BuildBackendOptions {
   runId?: string;
   /** gcloud to use; default the gcloud CLI on PATH (dry-run aware). */
   gcloud?: Gcloud;
+  /**
+   * Use only a machine another job holds (a TPU `hillclimb tpu allocate` recorded), never allocate or
+   * replace one. Ray always attaches to its cluster; the local backend is this machine.
+   */
+  attachOnly?: boolean;
 }
 
 export type BackendBuilder = (config: HillclimbConfig, opts: BuildBackendOptions) => Backend;
@@ -72,6 +77,7 @@ export const backends = new Registry<BackendBuilder>('compute backend', [
           gcloudCli({ dryRun: opts.dryRun, print: (line) => opts.logger.info(`dry run: ${line}`) }),
         stateDir: tpuStateDirFor(config),
         runId: opts.runId ?? defaultRunId(),
+        ...(opts.attachOnly ? { attachOnly: true } : {}),
       });
     },
   ],

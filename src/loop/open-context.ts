@@ -53,6 +53,8 @@ export interface LoopRole {
   jobId?: string;
   /** The agent's tools time on the measuring machine through this relay (loop/relay), not on this one. */
   toolsRelay?: ToolsRelay;
+  /** Use only a machine another job holds, allocating none (BuildBackendOptions.attachOnly). */
+  attachOnly?: boolean;
 }
 
 /** A propose job's place in the run's tools relay. */
@@ -87,7 +89,13 @@ export async function openLoopContext(config: HillclimbConfig, role: LoopRole): 
   const { logger } = role;
   const root = config.root;
   const stateDir = stateDirOf(config);
-  const backend = buildBackend(config, { root, logger, runId: role.runId, dryRun: role.dryRun });
+  const backend = buildBackend(config, {
+    root,
+    logger,
+    runId: role.runId,
+    dryRun: role.dryRun,
+    ...(role.attachOnly ? { attachOnly: true } : {}),
+  });
   const cpuBackend = buildCpuBackend(config, { root, logger }, backend);
   const ctx: LoopContext = {
     config,

@@ -58,7 +58,9 @@ function tpuConfig(): TpuVmConfig {
   ).compute.tpu_vm!;
 }
 
-function backend(over: { logger?: ReturnType<typeof memoryLogger> } = {}): TpuVmBackend {
+function backend(
+  over: { logger?: ReturnType<typeof memoryLogger>; attachOnly?: boolean } = {},
+): TpuVmBackend {
   return new TpuVmBackend({
     config: tpuConfig(),
     logger: over.logger ?? memoryLogger(),
@@ -66,8 +68,26 @@ function backend(over: { logger?: ReturnType<typeof memoryLogger> } = {}): TpuVm
     stateDir: join(fake.scratch, 'state'),
     runId: 'gh7-1',
     sshMarginMs: 20_000,
+    ...(over.attachOnly ? { attachOnly: true } : {}),
   });
 }
+
+/** A TPU `hillclimb tpu allocate` holds, as its record says. */
+const HELD: TpuAllocation = {
+  name: 'hillclimb-held',
+  queuedResource: 'hillclimb-held',
+  project: 'hc-proj',
+  zone: 'zone-a',
+  acceleratorType: 'v5p-8',
+  runtimeVersion: 'v2-alpha-tpuv5',
+  provisioning: 'queued',
+  runId: 'other-run',
+  owner: 'cli',
+  state: 'active',
+  setupDone: true,
+  createdAt: '2026-01-01T00:00:00Z',
+  expiresAt: 2_000_000_000,
+};
 
 let n = 0;
 function job(over: Partial<JobSpec> = {}): JobSpec {
@@ -143,21 +163,7 @@ describe('TpuVmBackend', () => {
 
   it('uses a TPU held by `hillclimb tpu allocate` and leaves it for `hillclimb tpu release`', async () => {
     fake.scenario(UP);
-    const held: TpuAllocation = {
-      name: 'hillclimb-held',
-      queuedResource: 'hillclimb-held',
-      project: 'hc-proj',
-      zone: 'zone-a',
-      acceleratorType: 'v5p-8',
-      runtimeVersion: 'v2-alpha-tpuv5',
-      provisioning: 'queued',
-      runId: 'other-run',
-      owner: 'cli',
-      state: 'active',
-      setupDone: true,
-      createdAt: '2026-01-01T00:00:00Z',
-      expiresAt: 2_000_000_000,
-    };
+    const held = HELD;
     writeRecord(join(fake.scratch, 'state'), held);
     const b = backend();
     await b.open();
@@ -238,6 +244,41 @@ describe('TpuVmBackend', () => {
       'hillclimb-gh7-1',
       'hillclimb-gh7-1-g2',
     ]);
+  });
+
+  it('attach-only (the tools relay): no TPU held is an error, a lost one is not replaced, nothing is created', async () => {
+    fake.scenario(UP);
+    // Nothing held: open() says so, and allocates nothing.
+    await expect(backend({ attachOnly: true }).open()).rejects.toThrow(
+      /no TPU held by `hillclimb tpu allocate` is up for hc-proj \(v5p-8\), and this job allocates none/,
+    );
+    // Held, then preempted: the next job is an infrastructure error, not a new TPU.
+    writeRecord(join(fake.scratch, 'state'), HELD);
+    const b = backend({ attachOnly: true });
+    await b.open();
+    expect((await b.run(job())).exitCode).toBe(0);
+    fake.scenario([
+      { cmd: 'tpu-vm scp', run: true },
+      { cmd: 'tpu-vm ssh', replies: [{ exit: 255, stderr: 'Connection closed by remote host' }] },
+      { cmd: 'tpu-vm describe', replies: [{ stdout: { state: 'PREEMPTED' } }] },
+      { cmd: 'queued-resources create', replies: [{}] },
+    ]);
+    expect((await b.run(job())).infraError).toMatch(/hillclimb-held in zone-a is not READY any more/);
+    expect((await b.run(job())).infraError).toBe(
+      'no TPU: hillclimb-held in zone-a was lost, and this job allocates none',
+    );
+    await b.close();
+    expect(fake.callsOf('queued-resources create')).toEqual([]);
+    expect(fake.callsOf('queued-resources delete')).toEqual([]);
+  });
+
+  it('attach-only never takes over a TPU a backend of this run allocated (it would release it)', async () => {
+    fake.scenario(UP);
+    await backend().open(); // an engine of this run allocated one and "crashed"
+    const b = backend({ attachOnly: true });
+    await expect(b.open()).rejects.toThrow(/allocates none/);
+    expect(fake.callsOf('queued-resources create')).toHaveLength(1);
+    expect(fake.callsOf('queued-resources delete')).toEqual([]);
   });
 
   it('through the factory with --dry-run: prints the gcloud commands and creates nothing', async () => {

@@ -31,6 +31,7 @@ import {
 } from '../../src/compute/index.js';
 import type { LoopContext } from '../../src/loop/context.js';
 import { withContext } from '../../src/loop/drivers/commits.js';
+import { runToolsRelay } from '../../src/loop/drivers/tools-relay.js';
 import {
   markRelayDone,
   relayBackend,
@@ -42,6 +43,7 @@ import { agentTools } from '../../src/loop/steps/agent-tools.js';
 import { newEvidence } from '../../src/loop/steps/iteration.js';
 import { verifyCommand } from '../../src/loop/steps/programs.js';
 import { memoryLogger } from '../../src/util/log.js';
+import { useFakeGcloud } from '../compute/fake-gcloud.js';
 import { makeToyRepo } from './toy-repo.js';
 
 let root: string;
@@ -503,4 +505,38 @@ describe("the tools relay's serving job, when clients misbehave or stop", () => 
       infraError: 'the tools relay: the serving job has stopped (its deadline, a failure, or the run ended)',
     });
   }, 120_000);
+});
+
+describe("the tools relay's serving job on a TPU VM", () => {
+  it('uses only the TPU tpu-allocate holds: with none held it fails, allocating none', async () => {
+    const fake = useFakeGcloud();
+    try {
+      fake.scenario([{ cmd: 'queued-resources create', replies: [{}] }]);
+      const store = folderRelayStore(mkdtempSync(join(root, 'store-')));
+      await expect(
+        runToolsRelay({
+          configFile: join(repo, 'hillclimb.yml'),
+          overrides: {
+            'compute.backend': 'tpu-vm',
+            'compute.tpu_vm': {
+              project: 'hc-proj',
+              zones: ['zone-a'],
+              accelerator_type: 'v5p-8',
+              runtime_version: 'v2-alpha-tpuv5',
+            },
+            'paths.state_dir': join(fake.scratch, 'state'),
+          },
+          runId: 'relay-tpu',
+          iteration: 1,
+          base: 'HEAD',
+          store,
+          minutes: 1,
+          logger: memoryLogger(),
+        }),
+      ).rejects.toThrow(/no TPU held by `hillclimb tpu allocate` is up .* and this job allocates none/);
+      expect(fake.callsOf('queued-resources create')).toEqual([]);
+    } finally {
+      fake.restore();
+    }
+  });
 });

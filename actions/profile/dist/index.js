@@ -63385,6 +63385,12 @@ var TpuVmBackend = class {
       this.lost = false;
       return;
     }
+    if (this.opts.attachOnly) {
+      throw new HillclimbError(
+        `no TPU held by \`hillclimb tpu allocate\` is up for ${this.opts.config.project} (${this.opts.config.accelerator_type}), and this job allocates none`,
+        { hint: "run it after the job that allocates the TPU, with the allocation records it holds" }
+      );
+    }
     await this.allocateOwned();
   }
   /** An ACTIVE allocation recorded by the CLI (or by this run) for the same project and accelerator. */
@@ -63392,7 +63398,9 @@ var TpuVmBackend = class {
     if (this.opts.gcloud.dryRun) return void 0;
     const c3 = this.opts.config;
     const candidates = readRecords(this.opts.stateDir).filter(
-      (r) => r.state === "active" && r.project === c3.project && r.acceleratorType === c3.accelerator_type && (r.owner === "cli" || r.runId === this.opts.runId)
+      (r) => r.state === "active" && r.project === c3.project && r.acceleratorType === c3.accelerator_type && // A backend's own TPU of this run (an engine that crashed and resumed) is its to release: never
+      // an attach-only backend's.
+      (r.owner === "cli" || r.runId === this.opts.runId && !this.opts.attachOnly)
     );
     for (const rec of candidates) {
       if (await this.isUp(rec)) return rec;
@@ -63431,6 +63439,12 @@ var TpuVmBackend = class {
       ...extra2
     });
     fillCommand(job.command, { python: "python", root: ".", cache: ".", ...job.outputs });
+    if (this.lost && this.opts.attachOnly) {
+      const alloc2 = this.allocation;
+      return result({
+        infraError: `no TPU: ${alloc2 ? `${alloc2.name} in ${alloc2.zone}` : "the held TPU"} was lost, and this job allocates none`
+      });
+    }
     if (this.lost || !this.allocation) {
       try {
         if (this.lost) await this.replaceLost();
@@ -63640,7 +63654,8 @@ var backends = new Registry("compute backend", [
         logger: opts.logger,
         gcloud: opts.gcloud ?? gcloudCli({ dryRun: opts.dryRun, print: (line) => opts.logger.info(`dry run: ${line}`) }),
         stateDir: tpuStateDirFor(config),
-        runId: opts.runId ?? defaultRunId()
+        runId: opts.runId ?? defaultRunId(),
+        ...opts.attachOnly ? { attachOnly: true } : {}
       });
     }
   ]
@@ -86008,7 +86023,13 @@ async function openLoopContext(config, role) {
   const { logger } = role;
   const root = config.root;
   const stateDir = stateDirOf(config);
-  const backend = buildBackend(config, { root, logger, runId: role.runId, dryRun: role.dryRun });
+  const backend = buildBackend(config, {
+    root,
+    logger,
+    runId: role.runId,
+    dryRun: role.dryRun,
+    ...role.attachOnly ? { attachOnly: true } : {}
+  });
   const cpuBackend = buildCpuBackend(config, { root, logger }, backend);
   const ctx = {
     config,

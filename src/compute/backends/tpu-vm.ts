@@ -42,6 +42,11 @@ export interface TpuVmBackendOptions {
   runId: string;
   /** Slack on top of a job's time limit for the local ssh (connect, unpack). Default 3 min. */
   sshMarginMs?: number;
+  /**
+   * Use only a TPU `hillclimb tpu allocate` holds, never one of this backend's own: no TPU held is an
+   * error, and a lost one is not replaced (the tools relay: advice to an agent is worth no new TPU).
+   */
+  attachOnly?: boolean;
 }
 
 const UPLOAD_TIMEOUT_MS = 15 * 60_000;
@@ -94,6 +99,12 @@ export class TpuVmBackend implements Backend {
       this.lost = false;
       return;
     }
+    if (this.opts.attachOnly) {
+      throw new HillclimbError(
+        `no TPU held by \`hillclimb tpu allocate\` is up for ${this.opts.config.project} (${this.opts.config.accelerator_type}), and this job allocates none`,
+        { hint: 'run it after the job that allocates the TPU, with the allocation records it holds' },
+      );
+    }
     await this.allocateOwned();
   }
 
@@ -106,7 +117,9 @@ export class TpuVmBackend implements Backend {
         r.state === 'active' &&
         r.project === c.project &&
         r.acceleratorType === c.accelerator_type &&
-        (r.owner === 'cli' || r.runId === this.opts.runId),
+        // A backend's own TPU of this run (an engine that crashed and resumed) is its to release: never
+        // an attach-only backend's.
+        (r.owner === 'cli' || (r.runId === this.opts.runId && !this.opts.attachOnly)),
     );
     for (const rec of candidates) {
       if (await this.isUp(rec)) return rec;
@@ -149,6 +162,12 @@ export class TpuVmBackend implements Backend {
     });
     // Fails fast on a placeholder the job has no destination for.
     fillCommand(job.command, { python: 'python', root: '.', cache: '.', ...job.outputs });
+    if (this.lost && this.opts.attachOnly) {
+      const alloc = this.allocation;
+      return result({
+        infraError: `no TPU: ${alloc ? `${alloc.name} in ${alloc.zone}` : 'the held TPU'} was lost, and this job allocates none`,
+      });
+    }
     if (this.lost || !this.allocation) {
       try {
         if (this.lost) await this.replaceLost();

@@ -50,6 +50,8 @@ export async function runToolsRelay(opts: ToolsRelayOptions): Promise<ServeRepor
     logger: opts.logger,
     ...(opts.signal ? { signal: opts.signal } : {}),
     dryRun: Boolean(opts.dryRun),
+    // The TPU tpu-allocate holds, or none: a lost one is not worth a new TPU for an agent's advice.
+    attachOnly: true,
   });
   try {
     const harness = await ctx.git.revParse(opts.base);
