@@ -6,7 +6,7 @@ import { cpSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempDir } from '../helpers/paths.js';
-import { gitIn, makeToyRepo, STANDARD_PATCHES, TOY_CONFIG } from '../loop/toy-repo.js';
+import { gitIn, makeToyRepo, STANDARD_PATCHES, systemPython, TOY_CONFIG } from '../loop/toy-repo.js';
 import { type ActionName, type ActionRun, runActionBundle } from './harness.js';
 
 const RUN_ID = 'baseline-main-1';
@@ -38,7 +38,7 @@ describe('baseline through the actions', () => {
       .map((l) => JSON.parse(l) as Record<string, unknown>);
 
   beforeAll(async () => {
-    python = execFileSync('sh', ['-c', 'command -v python3'], { encoding: 'utf8' }).trim();
+    python = systemPython();
     const seed = join(t.dir, 'seed');
     makeToyRepo(seed, STANDARD_PATCHES.slice(0, 1), TOY_CONFIG);
     // main's newest commit: a faster kernel, merged by a person.

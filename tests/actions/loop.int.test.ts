@@ -11,7 +11,7 @@ import { stickyMarker } from '../../src/forge/sticky.js';
 import { STICKY_KEY } from '../../src/loop/steps/publish.js';
 import { GitHubContractServer } from '../helpers/github-contract-server.js';
 import { tempDir } from '../helpers/paths.js';
-import { makeToyRepo, STANDARD_PATCHES, TOY_CONFIG } from '../loop/toy-repo.js';
+import { makeToyRepo, STANDARD_PATCHES, systemPython, TOY_CONFIG } from '../loop/toy-repo.js';
 import { type ActionName, type ActionRun, type RunOptions, runActionBundle } from './harness.js';
 
 const REPO = 'octo/toy';
@@ -57,7 +57,7 @@ describe('a loop iteration through the actions (toy target, contract server, bra
   }
 
   beforeAll(async () => {
-    python = execFileSync('sh', ['-c', 'command -v python3'], { encoding: 'utf8' }).trim();
+    python = systemPython();
     server = await GitHubContractServer.start();
     const config = `${TOY_CONFIG}forge:
   kind: github

@@ -10,7 +10,7 @@ import { stickyMarker } from '../../src/forge/sticky.js';
 import { STICKY_KEY } from '../../src/loop/steps/publish.js';
 import { GitHubContractServer } from '../helpers/github-contract-server.js';
 import { tempDir } from '../helpers/paths.js';
-import { gitIn, makeToyRepo, STANDARD_PATCHES, TOY_CONFIG } from '../loop/toy-repo.js';
+import { gitIn, makeToyRepo, STANDARD_PATCHES, systemPython, TOY_CONFIG } from '../loop/toy-repo.js';
 import { type ActionName, type ActionRun, runActionBundle } from './harness.js';
 
 const REPO = 'octo/toy';
@@ -66,7 +66,7 @@ describe('pull-request evidence through the actions', () => {
   }
 
   beforeAll(async () => {
-    python = execFileSync('sh', ['-c', 'command -v python3'], { encoding: 'utf8' }).trim();
+    python = systemPython();
     server = await GitHubContractServer.start();
     const seed = join(t.dir, 'seed');
     // The config names the replay agent, whose folder must exist; no job here runs an agent.

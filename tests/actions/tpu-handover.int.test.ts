@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeGcloud, useFakeGcloud } from '../compute/fake-gcloud.js';
 import { tempDir } from '../helpers/paths.js';
-import { makeToyRepo, STANDARD_PATCHES, TOY_CONFIG } from '../loop/toy-repo.js';
+import { makeToyRepo, STANDARD_PATCHES, systemPython, TOY_CONFIG } from '../loop/toy-repo.js';
 import { type ActionName, type ActionRun, runActionBundle } from './harness.js';
 
 const RUN_ID = 'gh77';
@@ -43,7 +43,7 @@ describe('a TPU held by one job and used by another', () => {
 
   beforeAll(async () => {
     fake = useFakeGcloud();
-    python = execFileSync('sh', ['-c', 'command -v python3'], { encoding: 'utf8' }).trim();
+    python = systemPython();
     fake.scenario([
       { cmd: 'queued-resources create', replies: [{}] },
       { cmd: 'queued-resources describe', replies: [{ stdout: { state: { state: 'ACTIVE' } } }] },

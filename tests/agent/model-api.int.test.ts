@@ -3,7 +3,6 @@
  * `GET /v1/models`, and through `runLoop`: a refused key or an endpoint that is not there stops the run
  * in seconds, before the lock, the run folder or the champion's profile.
  */
-import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -16,7 +15,7 @@ import { memoryLogger } from '../../src/util/log.js';
 import { startMessagesServer } from '../helpers/model-servers/anthropic-messages.js';
 import { startResponsesServer } from '../helpers/model-servers/openai-responses.js';
 import { tempDir } from '../helpers/paths.js';
-import { makeToyRepo, TOY_CONFIG } from '../loop/toy-repo.js';
+import { makeToyRepo, systemPython, TOY_CONFIG } from '../loop/toy-repo.js';
 import { codexBinary } from './real-cli.js';
 
 const OPENAI_KEY = 'sk-test-check-0123456789';
@@ -142,9 +141,7 @@ describe('the check before a loop', () => {
     url: process.env.OPENAI_BASE_URL,
     python: process.env.HILLCLIMB_PYTHON,
   };
-  process.env.HILLCLIMB_PYTHON = execFileSync('sh', ['-c', 'command -v python3'], {
-    encoding: 'utf8',
-  }).trim();
+  process.env.HILLCLIMB_PYTHON = systemPython();
   afterAll(() => {
     for (const [k, v] of [
       ['OPENAI_API_KEY', saved.key],

@@ -5,14 +5,13 @@
 // doc, fails here. The marker grammar: journeys/markers.ts; what each journey is: journeys/registry.ts.
 // Small on purpose: the toy targets (stdlib Python, no JAX), the replay agent, the local forge.
 
-import { execFileSync } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempDir } from '../helpers/paths.js';
 import { makeToyRepo as makeAdoptionRepo } from '../init/scratch.js';
-import { makeToyRepo, STANDARD_PATCHES, TOY_CONFIG } from '../loop/toy-repo.js';
+import { makeToyRepo, STANDARD_PATCHES, systemPython, TOY_CONFIG } from '../loop/toy-repo.js';
 import { markerId } from './journeys/markers.js';
 import { allMarkers, planJourney, type Step } from './journeys/plan.js';
 import { JOURNEYS, type JourneyContext, RUN_ELSEWHERE } from './journeys/registry.js';
@@ -71,7 +70,7 @@ beforeAll(async () => {
     refusingApi: `http://127.0.0.1:${(refusing.address() as AddressInfo).port}`,
     deadApi: await deadAddress(),
     downAgent: join(t.dir, 'agents', 'down.sh'),
-    python: execFileSync('sh', ['-c', 'command -v python3'], { encoding: 'utf8' }).trim(),
+    python: systemPython(),
   };
   writeProgram(
     join(t.dir, 'agents'),

@@ -4,7 +4,6 @@
  * cases show what an agent learns (a wrong kernel fails `check`, a faster one passes and `screen`s faster),
  * and what it cannot do: pass a path, exceed the budget, flood the queue, or turn an answer into evidence.
  */
-import { execFileSync } from 'node:child_process';
 import {
   mkdirSync,
   mkdtempSync,
@@ -28,15 +27,12 @@ import { knownProfileSummary } from '../../src/loop/steps/profile.js';
 import { proposeStep } from '../../src/loop/steps/propose.js';
 import { toolsSection } from '../../src/report/index.js';
 import { memoryLogger } from '../../src/util/log.js';
-import { makeToyRepo } from './toy-repo.js';
+import { makeToyRepo, systemPython } from './toy-repo.js';
 
 let root: string;
 let repo: string;
 beforeAll(() => {
-  // The toy target is stdlib only: the system's python3 stands in for the project's venv.
-  process.env.HILLCLIMB_PYTHON = execFileSync('sh', ['-c', 'command -v python3'], {
-    encoding: 'utf8',
-  }).trim();
+  process.env.HILLCLIMB_PYTHON = systemPython();
   root = mkdtempSync(join(tmpdir(), 'hc-tools-'));
   repo = join(root, 'repo');
   makeToyRepo(repo);

@@ -1,6 +1,6 @@
 // The loop's fault handling, on the toy target: each fault ends in the right verdict or a clear stop,
 // with the evidence kept.
-import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import {
   chmodSync,
   existsSync,
@@ -20,11 +20,11 @@ import { Journal } from '../../src/loop/state/journal.js';
 import { HillclimbError } from '../../src/util/errors.js';
 import { memoryLogger } from '../../src/util/log.js';
 import { CLI, tempDir } from '../helpers/paths.js';
-import { gitIn, makeToyRepo, STANDARD_PATCHES, TOY_CONFIG } from './toy-repo.js';
+import { gitIn, makeToyRepo, STANDARD_PATCHES, systemPython, TOY_CONFIG } from './toy-repo.js';
 
 const AGENTS = join(import.meta.dirname, 'agents');
 const noSleep = async () => undefined;
-const python = execFileSync('sh', ['-c', 'command -v python3'], { encoding: 'utf8' }).trim();
+const python = systemPython();
 
 beforeAll(() => {
   process.env.HILLCLIMB_PYTHON = python;

@@ -1,13 +1,12 @@
 // The CPU gate's two halves — the kernel's test suite and the export + verifier — run side by side; the
 // first to fail the candidate stops the other (src/loop/steps/gates.ts). A wrong kernel is caught by the
 // verifier in seconds, so a slow suite must not hold the gate for its whole run.
-import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runLoop } from '../../src/loop/drivers/run.js';
 import { memoryLogger } from '../../src/util/log.js';
 import { tempDir } from '../helpers/paths.js';
-import { makeToyRepo, STANDARD_PATCHES, TOY_CONFIG } from './toy-repo.js';
+import { makeToyRepo, STANDARD_PATCHES, systemPython, TOY_CONFIG } from './toy-repo.js';
 
 const WRONG_MATH = STANDARD_PATCHES[1]!;
 /** A suite that takes two minutes before it runs the real check (and its JUnit report). */
@@ -22,9 +21,7 @@ describe('a CPU gate whose verifier fails the candidate first', () => {
 
   it('stops the test suite and says so; the verdict is the verifier’s', async () => {
     expect(SLOW_SUITE).not.toBe(TOY_CONFIG);
-    process.env.HILLCLIMB_PYTHON = execFileSync('sh', ['-c', 'command -v python3'], {
-      encoding: 'utf8',
-    }).trim();
+    process.env.HILLCLIMB_PYTHON = systemPython();
     const repo = join(t.dir, 'repo');
     makeToyRepo(repo, [WRONG_MATH], SLOW_SUITE);
     const r = await runLoop({

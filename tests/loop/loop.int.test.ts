@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,7 +9,7 @@ import { evidenceLoader } from '../../src/report/log-evidence.js';
 import { lintLog } from '../../src/report/log-lint.js';
 import { memoryLogger } from '../../src/util/log.js';
 import { tempDir } from '../helpers/paths.js';
-import { gitIn, makeToyRepo, STANDARD_PATCHES } from './toy-repo.js';
+import { gitIn, makeToyRepo, STANDARD_PATCHES, systemPython } from './toy-repo.js';
 
 const noSleep = async () => undefined;
 
@@ -22,9 +21,7 @@ describe('hillclimb loop on a toy target (replay agent, local compute, forge and
   const lines: string[] = [];
 
   beforeAll(async () => {
-    process.env.HILLCLIMB_PYTHON = execFileSync('sh', ['-c', 'command -v python3'], {
-      encoding: 'utf8',
-    }).trim();
+    process.env.HILLCLIMB_PYTHON = systemPython();
     base = makeToyRepo(repo);
     result = await runLoop({
       configFile: join(repo, 'hillclimb.yml'),
@@ -162,9 +159,7 @@ describe('the novelty check', () => {
   afterAll(t.cleanup);
 
   it('refuses a change an earlier iteration made, naming it and its outcome, before any gate; the prompt shows the ledger', async () => {
-    process.env.HILLCLIMB_PYTHON = execFileSync('sh', ['-c', 'command -v python3'], {
-      encoding: 'utf8',
-    }).trim();
+    process.env.HILLCLIMB_PYTHON = systemPython();
     const sameSpeed = STANDARD_PATCHES[2]!;
     const again = {
       name: '0002-same-speed-again',

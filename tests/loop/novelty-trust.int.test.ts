@@ -12,9 +12,9 @@ import { memoryLogger } from '../../src/util/log.js';
 import { changeFingerprint } from '../../src/workspace/index.js';
 import { tempDir } from '../helpers/paths.js';
 import { historyRows } from '../report/builders.js';
-import { gitIn, makeToyRepo, STANDARD_PATCHES } from './toy-repo.js';
+import { gitIn, makeToyRepo, STANDARD_PATCHES, systemPython } from './toy-repo.js';
 
-const python = execFileSync('sh', ['-c', 'command -v python3'], { encoding: 'utf8' }).trim();
+const python = systemPython();
 const RUN = 'novelty-run';
 const SAME_SPEED = STANDARD_PATCHES[2]!;
 

@@ -1,7 +1,6 @@
 // The loop on the Ray backend against a real local Ray head: the toy target's benchmark and profile run as
 // Ray jobs (the CPU gate stays local); a job that fails is the candidate's fault, a head that is gone is
 // the infrastructure's.
-import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runLoop } from '../../src/loop/drivers/run.js';
@@ -9,10 +8,10 @@ import { HillclimbError } from '../../src/util/errors.js';
 import { memoryLogger } from '../../src/util/log.js';
 import { type RayHead, rayUnavailableReason, startRayHead, VENV_PYTHON } from '../compute/ray-head.js';
 import { tempDir } from '../helpers/paths.js';
-import { makeToyRepo, STANDARD_PATCHES, TOY_CONFIG } from './toy-repo.js';
+import { makeToyRepo, STANDARD_PATCHES, systemPython, TOY_CONFIG } from './toy-repo.js';
 
 const unavailable = rayUnavailableReason();
-const python = execFileSync('sh', ['-c', 'command -v python3'], { encoding: 'utf8' }).trim();
+const python = systemPython();
 
 function rayConfig(address: string): string {
   return `${TOY_CONFIG}compute:\n  backend: ray\n  ray:\n    address: ${address}\n    python: ${VENV_PYTHON}\n    poll_seconds: 0.5\n`;

@@ -5,7 +5,6 @@
  * its own output folder), never crash. The adapters' own classification of these failures is tested in
  * tests/agent/*.real.int.test.ts; here the point is what the loop does next.
  */
-import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -16,12 +15,12 @@ import { type MessagesServer, startMessagesServer } from '../helpers/model-serve
 import { type ResponsesServer, startResponsesServer } from '../helpers/model-servers/openai-responses.js';
 import { tempDir } from '../helpers/paths.js';
 import { userEnvironment } from '../helpers/user-env.js';
-import { makeToyRepo, TOY_CONFIG } from './toy-repo.js';
+import { makeToyRepo, systemPython, TOY_CONFIG } from './toy-repo.js';
 
 const OPENAI_KEY = 'sk-test-loop-codex-0123456789';
 const ANTHROPIC_KEY = 'sk-ant-test-loop-0123456789';
 const RESULT = { hypothesis: 'Less waiting per call.', summary: 'Cut the delay.', next_idea: 'Fuse.' };
-const python = execFileSync('sh', ['-c', 'command -v python3'], { encoding: 'utf8' }).trim();
+const python = systemPython();
 
 const PATCH = `*** Begin Patch
 *** Update File: toy/kernel.py

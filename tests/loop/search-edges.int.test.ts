@@ -2,7 +2,6 @@
 // found by an attacker's and a statistician's review: the table's stage of a candidate its screen ended,
 // the novelty check on a change screened out on an older champion, the fallback when the winner's full
 // comparison says nothing about its effect, and a resume that keeps the run's own -k.
-import { execFileSync } from 'node:child_process';
 import { appendFileSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,7 +10,7 @@ import { type LoopResult, runLoop } from '../../src/loop/drivers/run.js';
 import { readHistory } from '../../src/loop/state/history.js';
 import { memoryLogger } from '../../src/util/log.js';
 import { tempDir } from '../helpers/paths.js';
-import { DOCSTRING_PATCH, gitIn, makeToyRepo, STANDARD_PATCHES } from './toy-repo.js';
+import { DOCSTRING_PATCH, gitIn, makeToyRepo, STANDARD_PATCHES, systemPython } from './toy-repo.js';
 
 const noSleep = async () => undefined;
 const [faster, , sameSpeed] = STANDARD_PATCHES as [
@@ -21,9 +20,7 @@ const [faster, , sameSpeed] = STANDARD_PATCHES as [
 ];
 
 function usePython(): void {
-  process.env.HILLCLIMB_PYTHON = execFileSync('sh', ['-c', 'command -v python3'], {
-    encoding: 'utf8',
-  }).trim();
+  process.env.HILLCLIMB_PYTHON = systemPython();
 }
 
 describe('a search over two iterations (k = 3)', () => {

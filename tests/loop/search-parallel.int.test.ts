@@ -1,6 +1,5 @@
 // A search on one machine runs its candidates' agents side by side (search.parallel_proposals), each in
 // its own clone and sandbox, and at most that many at once; guards and gates follow one after another.
-import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -8,7 +7,7 @@ import { runLoop } from '../../src/loop/drivers/run.js';
 import { allSettledInTurn } from '../../src/loop/drivers/search.js';
 import { memoryLogger } from '../../src/util/log.js';
 import { tempDir } from '../helpers/paths.js';
-import { makeToyRepo, TOY_CONFIG } from './toy-repo.js';
+import { makeToyRepo, systemPython, TOY_CONFIG } from './toy-repo.js';
 
 /** An agent that takes a second and a half and says when it started and ended (in its log). */
 const SLOW_AGENT = `agent:
@@ -38,9 +37,7 @@ describe('the agents of a search on one machine', () => {
   ])(
     'search.parallel_proposals %i: %s',
     async (parallel) => {
-      process.env.HILLCLIMB_PYTHON = execFileSync('sh', ['-c', 'command -v python3'], {
-        encoding: 'utf8',
-      }).trim();
+      process.env.HILLCLIMB_PYTHON = systemPython();
       const repo = join(t.dir, `repo-${parallel}`);
       const config = TOY_CONFIG.replace(
         /agent:\n {2}kind: replay\n {2}replay: \{dir: replay\}\n/,

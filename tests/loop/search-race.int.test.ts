@@ -4,7 +4,6 @@
 // chosen on its estimate at the budget. The run is interrupted as the second session starts (and a kill
 // between its saves is staged: one record has it) and resumed: the race goes on from the rounds in the
 // records, and the session files stay whole.
-import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,7 +12,7 @@ import { listLocalPulls, showLocalPull } from '../../src/forge/local-reader.js';
 import { type LoopResult, runLoop } from '../../src/loop/drivers/run.js';
 import { memoryLogger } from '../../src/util/log.js';
 import { tempDir } from '../helpers/paths.js';
-import { makeToyRepo, STANDARD_PATCHES } from './toy-repo.js';
+import { makeToyRepo, STANDARD_PATCHES, systemPython } from './toy-repo.js';
 
 const noSleep = async () => undefined;
 const faster = STANDARD_PATCHES[0]!;
@@ -33,9 +32,7 @@ const RACE = { 'loop.iterations': 1, 'loop.candidates': 2, 'search.screen_max_ro
 
 /** The toy repository with the two equal candidates; returns its config file. */
 function makeRaceRepo(repo: string): string {
-  process.env.HILLCLIMB_PYTHON = execFileSync('sh', ['-c', 'command -v python3'], {
-    encoding: 'utf8',
-  }).trim();
+  process.env.HILLCLIMB_PYTHON = systemPython();
   makeToyRepo(repo, [
     { ...faster, name: '0001-shorter-delay' },
     { ...fasterToo, name: '0001.2-shorter-delay-documented' },

@@ -2,13 +2,12 @@
 // make another's fail there (their memory, a stray write). The candidate that failed beside the others
 // is screened in a session of its own, and only that session may call it invalid (issue 36's review).
 // The toy's FAIL_WITH_RIVALS program fails in any session of more than two arms and passes alone.
-import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runLoop } from '../../src/loop/drivers/run.js';
 import { memoryLogger } from '../../src/util/log.js';
 import { tempDir } from '../helpers/paths.js';
-import { makeToyRepo, STANDARD_PATCHES } from './toy-repo.js';
+import { makeToyRepo, STANDARD_PATCHES, systemPython } from './toy-repo.js';
 
 const [faster, , sameSpeed] = STANDARD_PATCHES as [
   (typeof STANDARD_PATCHES)[0],
@@ -21,9 +20,7 @@ describe('a candidate that fails only beside the others in the shared screen', (
   afterAll(t.cleanup);
 
   it('is screened alone, where it passes, and can still win', async () => {
-    process.env.HILLCLIMB_PYTHON = execFileSync('sh', ['-c', 'command -v python3'], {
-      encoding: 'utf8',
-    }).trim();
+    process.env.HILLCLIMB_PYTHON = systemPython();
     const repo = join(t.dir, 'repo');
     makeToyRepo(repo, [
       {

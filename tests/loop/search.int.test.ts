@@ -1,7 +1,6 @@
 // Issue 25: an iteration with k = 3 candidates on the toy target — one wrong (invalid at the CPU gate),
 // one null (screened out), one real gain (the winner, measured in full on fresh rounds). One PR, for the
 // winner, whose comment lists all three; every candidate has its history row and log entry.
-import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,7 +11,7 @@ import { evidenceLoader } from '../../src/report/log-evidence.js';
 import { lintLog } from '../../src/report/log-lint.js';
 import { memoryLogger } from '../../src/util/log.js';
 import { tempDir } from '../helpers/paths.js';
-import { gitIn, makeToyRepo, STANDARD_PATCHES } from './toy-repo.js';
+import { gitIn, makeToyRepo, STANDARD_PATCHES, systemPython } from './toy-repo.js';
 
 const noSleep = async () => undefined;
 const [faster, wrong, sameSpeed] = STANDARD_PATCHES as [
@@ -28,9 +27,7 @@ describe('an iteration with three candidates (loop.candidates: 3)', () => {
   const lines: string[] = [];
 
   beforeAll(async () => {
-    process.env.HILLCLIMB_PYTHON = execFileSync('sh', ['-c', 'command -v python3'], {
-      encoding: 'utf8',
-    }).trim();
+    process.env.HILLCLIMB_PYTHON = systemPython();
     // Candidate 1 is the iteration's patch; candidates 2 and 3 are its slot files (replay.ts).
     makeToyRepo(repo, [
       { ...wrong, name: '0001-wrong-math' },
@@ -160,9 +157,7 @@ describe('a search interrupted during its screens', () => {
   afterAll(t.cleanup);
 
   it('resumes with the screens already measured and reaches the same outcome, recorded once', async () => {
-    process.env.HILLCLIMB_PYTHON = execFileSync('sh', ['-c', 'command -v python3'], {
-      encoding: 'utf8',
-    }).trim();
+    process.env.HILLCLIMB_PYTHON = systemPython();
     const repo = join(t.dir, 'repo');
     makeToyRepo(repo, [
       { ...sameSpeed, name: '0001-same-speed' },

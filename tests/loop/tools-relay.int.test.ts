@@ -9,7 +9,6 @@
  * propose job (the agent's job) writes. It runs only the verifier's command rebuilt from options it
  * parsed, on programs copied as plain files, within a budget of its own count.
  */
-import { execFileSync } from 'node:child_process';
 import {
   mkdirSync,
   mkdtempSync,
@@ -44,14 +43,12 @@ import { newEvidence } from '../../src/loop/steps/iteration.js';
 import { verifyCommand } from '../../src/loop/steps/programs.js';
 import { memoryLogger } from '../../src/util/log.js';
 import { useFakeGcloud } from '../compute/fake-gcloud.js';
-import { makeToyRepo } from './toy-repo.js';
+import { makeToyRepo, systemPython } from './toy-repo.js';
 
 let root: string;
 let repo: string;
 beforeAll(() => {
-  process.env.HILLCLIMB_PYTHON = execFileSync('sh', ['-c', 'command -v python3'], {
-    encoding: 'utf8',
-  }).trim();
+  process.env.HILLCLIMB_PYTHON = systemPython();
   root = mkdtempSync(join(tmpdir(), 'hc-relay-'));
   repo = join(root, 'repo');
   makeToyRepo(repo);

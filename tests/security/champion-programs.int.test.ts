@@ -15,7 +15,6 @@
  *   new export differs from the hashes it won with and the run stops saying so.
  * Each test fails without its fix: the candidate would be `improved` by the champion's handicap.
  */
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -25,7 +24,14 @@ import { installRecords } from '../../src/loop/steps/champion-programs.js';
 import { HillclimbError } from '../../src/util/index.js';
 import { memoryLogger } from '../../src/util/log.js';
 import { tempDir } from '../helpers/paths.js';
-import { ARM_A_SANDBAG_PATCH, DOCSTRING_PATCH, gitIn, makeToyRepo, TOY_CONFIG } from '../loop/toy-repo.js';
+import {
+  ARM_A_SANDBAG_PATCH,
+  DOCSTRING_PATCH,
+  gitIn,
+  makeToyRepo,
+  systemPython,
+  TOY_CONFIG,
+} from '../loop/toy-repo.js';
 
 const noSleep = async () => undefined;
 const IMPORT = 'vars(len.__self__)["__imp" + "ort__"]';
@@ -44,7 +50,7 @@ function clockPatch(marker: string) {
 
 /** The toy target is stdlib Python: the system's python3 runs it (no JAX start-up). */
 function python3(): string {
-  return execFileSync('sh', ['-c', 'command -v python3'], { encoding: 'utf8' }).trim();
+  return systemPython();
 }
 
 /**

@@ -23,7 +23,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ActionName, type ActionRun, runActionBundle } from '../actions/harness.js';
 import { GitHubContractServer } from '../helpers/github-contract-server.js';
 import { tempDir } from '../helpers/paths.js';
-import { makeToyRepo, STANDARD_PATCHES, TOY_CONFIG } from '../loop/toy-repo.js';
+import { makeToyRepo, STANDARD_PATCHES, systemPython, TOY_CONFIG } from '../loop/toy-repo.js';
 
 const TOKEN = 'ghs_securityhandovertoken01';
 const RUN_ID = 'gh2001-1';
@@ -179,7 +179,7 @@ describe('the hand-over between jobs, attacked', () => {
   }
 
   beforeAll(async () => {
-    python = execFileSync('sh', ['-c', 'command -v python3'], { encoding: 'utf8' }).trim();
+    python = systemPython();
     server = await GitHubContractServer.start();
     server.addToken(TOKEN, {
       login: 'hillclimb-app[bot]',

@@ -6,13 +6,12 @@
  * (tests/loop/toy/programs.py), standing in for the parser; the real signature checks and the fuzzing of
  * the real loader are in packages/hillclimb-bench/tests.
  */
-import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LoopResult, runLoop } from '../../src/loop/drivers/run.js';
 import { memoryLogger } from '../../src/util/log.js';
 import { tempDir } from '../helpers/paths.js';
-import { makeToyRepo, TOY_CONFIG } from '../loop/toy-repo.js';
+import { makeToyRepo, systemPython, TOY_CONFIG } from '../loop/toy-repo.js';
 
 const CRASHING = {
   name: '0001-crash-the-verifier',
@@ -46,9 +45,7 @@ describe('a program that crashes the verifier', () => {
   let result: LoopResult;
 
   beforeAll(async () => {
-    process.env.HILLCLIMB_PYTHON = execFileSync('sh', ['-c', 'command -v python3'], {
-      encoding: 'utf8',
-    }).trim();
+    process.env.HILLCLIMB_PYTHON = systemPython();
     makeToyRepo(repo, [CRASHING, CRASHING_WHEN_TIMED], `${TOY_CONFIG}sandbox:\n  mode: required\n`);
     result = await runLoop({
       configFile: join(repo, 'hillclimb.yml'),

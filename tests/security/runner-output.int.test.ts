@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ActionRun, runActionBundle } from '../actions/harness.js';
 import { tempDir } from '../helpers/paths.js';
-import { makeToyRepo, TOY_CONFIG } from '../loop/toy-repo.js';
+import { makeToyRepo, systemPython, TOY_CONFIG } from '../loop/toy-repo.js';
 
 const RUN_ID = 'gh3501-1';
 const PAYLOAD =
@@ -45,7 +45,7 @@ describe('test names that are workflow commands, on the kernel-test step’s std
   }
 
   beforeAll(async () => {
-    const python = execFileSync('sh', ['-c', 'command -v python3'], { encoding: 'utf8' }).trim();
+    const python = systemPython();
     const seed = join(t.dir, 'seed');
     makeToyRepo(seed, [INJECT], `${TOY_CONFIG}sandbox:\n  mode: required\n`);
     mkdirSync(bare);

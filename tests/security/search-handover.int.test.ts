@@ -7,7 +7,6 @@
 //     search record and results are not believed without the select job's attestation;
 //   - a candidate whose CPU gate pass no attestation vouches for is not screened: it could not be
 //     promoted, and a screen it won would spend the search's one full comparison.
-import { execFileSync } from 'node:child_process';
 import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -21,7 +20,7 @@ import { Bundle } from '../../src/loop/state/bundle.js';
 import { readHistory } from '../../src/loop/state/history.js';
 import { memoryLogger } from '../../src/util/log.js';
 import { tempDir } from '../helpers/paths.js';
-import { makeToyRepo, STANDARD_PATCHES } from '../loop/toy-repo.js';
+import { makeToyRepo, STANDARD_PATCHES, systemPython } from '../loop/toy-repo.js';
 
 const RUN = 'search-jobs';
 const [faster, wrong, sameSpeed] = STANDARD_PATCHES as [
@@ -43,9 +42,7 @@ function searchJob(repo: string, k: number) {
 
 /** The toy target's suite runs on this machine's python3 (no project venv in these tests). */
 function usePython3(): void {
-  process.env.HILLCLIMB_PYTHON = execFileSync('sh', ['-c', 'command -v python3'], {
-    encoding: 'utf8',
-  }).trim();
+  process.env.HILLCLIMB_PYTHON = systemPython();
 }
 
 describe("a search in the workflow's jobs believes slots and outcomes only from the trusted side", () => {

@@ -16,7 +16,14 @@ import { type LoopResult, runLoop } from '../../src/loop/drivers/run.js';
 import { memoryLogger } from '../../src/util/log.js';
 import { type ActionRun, runActionBundle } from '../actions/harness.js';
 import { tempDir } from '../helpers/paths.js';
-import { DOCSTRING_PATCH, gitIn, makeToyRepo, STANDARD_PATCHES, TOY_CONFIG } from '../loop/toy-repo.js';
+import {
+  DOCSTRING_PATCH,
+  gitIn,
+  makeToyRepo,
+  STANDARD_PATCHES,
+  systemPython,
+  TOY_CONFIG,
+} from '../loop/toy-repo.js';
 
 const FORGED = 'forged_by_candidate_5d1e';
 const noSleep = async () => undefined;
@@ -137,7 +144,7 @@ describe('the attack of issue 20, job by job through the action bundles', () => 
   }
 
   beforeAll(async () => {
-    python = execFileSync('sh', ['-c', 'command -v python3'], { encoding: 'utf8' }).trim();
+    python = systemPython();
     const seed = join(t.dir, 'seed');
     makeToyRepo(seed, [FORGING_PATCH], `${TOY_CONFIG}sandbox:\n  mode: required\n`);
     mkdirSync(bare);
@@ -199,9 +206,7 @@ describe('the split, attacked through the loop', () => {
   let result: LoopResult;
 
   beforeAll(async () => {
-    process.env.HILLCLIMB_PYTHON = execFileSync('sh', ['-c', 'command -v python3'], {
-      encoding: 'utf8',
-    }).trim();
+    process.env.HILLCLIMB_PYTHON = systemPython();
     makeToyRepo(repo, [FORGING_PATCH], `${TOY_CONFIG}sandbox:\n  mode: required\n`);
     result = await runLoop({
       configFile: join(repo, 'hillclimb.yml'),
@@ -249,9 +254,7 @@ describe('the programs measured are the programs the gate verified', () => {
   const programFile = (bundleDir: string) => join(bundleDir, 'programs', 'B-cpu', 'fwd_bwd_toy.jaxexport');
 
   beforeAll(() => {
-    process.env.HILLCLIMB_PYTHON = execFileSync('sh', ['-c', 'command -v python3'], {
-      encoding: 'utf8',
-    }).trim();
+    process.env.HILLCLIMB_PYTHON = systemPython();
   });
 
   it('in one process: a program swapped after the gate verified it is refused by its hash', async () => {
@@ -340,9 +343,7 @@ describe('a champion is timed by the programs it won with, never by a second exp
   let result: LoopResult;
 
   beforeAll(async () => {
-    process.env.HILLCLIMB_PYTHON = execFileSync('sh', ['-c', 'command -v python3'], {
-      encoding: 'utf8',
-    }).trim();
+    process.env.HILLCLIMB_PYTHON = systemPython();
     makeToyRepo(repo, [SANDBAG_PATCH, DOCSTRING_PATCH], `${TOY_CONFIG}sandbox:\n  mode: required\n`);
     result = await runLoop({
       configFile: join(repo, 'hillclimb.yml'),

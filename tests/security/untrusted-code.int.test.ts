@@ -15,7 +15,7 @@ import { type LoopResult, runLoop } from '../../src/loop/drivers/run.js';
 import { memoryLogger } from '../../src/util/log.js';
 import { runActionBundle } from '../actions/harness.js';
 import { tempDir } from '../helpers/paths.js';
-import { gitIn, makeToyRepo, TOY_CONFIG } from '../loop/toy-repo.js';
+import { gitIn, makeToyRepo, systemPython, TOY_CONFIG } from '../loop/toy-repo.js';
 
 const MARKER = 'hcsecret_7f3a91';
 const noSleep = async () => undefined;
@@ -59,7 +59,7 @@ describe('untrusted code, attacking from inside', () => {
   let python: string;
 
   beforeAll(() => {
-    python = execFileSync('sh', ['-c', 'command -v python3'], { encoding: 'utf8' }).trim();
+    python = systemPython();
   });
   afterAll(t.cleanup);
 

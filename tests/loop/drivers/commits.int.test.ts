@@ -1,5 +1,5 @@
 // hillclimb test / measure / profile through the real CLI on the toy target.
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -9,10 +9,10 @@ import type { IterationEvidence } from '../../../src/evidence/record.js';
 import { LocalForge } from '../../../src/forge/forges/local.js';
 import { memoryLogger } from '../../../src/util/log.js';
 import { CLI, tempDir } from '../../helpers/paths.js';
-import { gitIn, makeToyRepo } from '../toy-repo.js';
+import { gitIn, makeToyRepo, systemPython } from '../toy-repo.js';
 
 const run = promisify(execFile);
-const python = execFileSync('sh', ['-c', 'command -v python3'], { encoding: 'utf8' }).trim();
+const python = systemPython();
 
 async function hillclimb(repo: string, ...args: string[]) {
   try {

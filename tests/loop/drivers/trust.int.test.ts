@@ -10,9 +10,9 @@ import type { IterationEvidence } from '../../../src/evidence/record.js';
 import { runPhase } from '../../../src/loop/drivers/phases.js';
 import { memoryLogger } from '../../../src/util/log.js';
 import { tempDir } from '../../helpers/paths.js';
-import { gitIn, makeToyRepo, STANDARD_PATCHES } from '../toy-repo.js';
+import { gitIn, makeToyRepo, STANDARD_PATCHES, systemPython } from '../toy-repo.js';
 
-const python = execFileSync('sh', ['-c', 'command -v python3'], { encoding: 'utf8' }).trim();
+const python = systemPython();
 const RUN = 'trust-run';
 
 function phase(
