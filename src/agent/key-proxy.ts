@@ -67,8 +67,11 @@ export interface KeyProxyOptions {
   allow: ReadonlyArray<{ method: string; path: string }>;
   /** The header that carries the credential upstream, and its value. */
   credential: { header: 'authorization' | 'x-api-key'; value: string };
-  /** How long a request's headers, and the whole request, may take (ms); tests shorten them. */
-  timeouts?: { headersMs: number; requestMs: number };
+  /**
+   * How long a request's headers, and the whole request, may take, and how long after a request went out
+   * on a kept connection a reset still has it sent again (ms); tests shorten them.
+   */
+  timeouts?: { headersMs: number; requestMs: number; resendWindowMs?: number };
   /** Request-body bytes held at once (default BUFFERED_BYTES); tests lower it. */
   bufferedBytes?: number;
   /**
@@ -111,7 +114,15 @@ export const BUFFERED_BYTES = 256 << 20;
 /** What a WebSocket client may send before the upstream has switched protocols. */
 const HANDSHAKE_HELD_BYTES = 64 << 10;
 /** A request's headers must arrive within the first, the whole request within the second (slowloris). */
-const TIMEOUTS = { headersMs: 20_000, requestMs: 120_000 };
+const TIMEOUTS: NonNullable<KeyProxyOptions['timeouts']> = { headersMs: 20_000, requestMs: 120_000 };
+/**
+ * How long after a request went out on a kept connection a reset still counts as that connection's
+ * idle close (and the request is sent again): such a close races the request's first bytes, while a
+ * reset after the upstream worked on the request for a while may have billed it once already.
+ */
+const RESEND_WINDOW_MS = 5_000;
+/** The errors a kept connection closed by the upstream gives (Node: "socket hang up", a broken pipe). */
+const RESENDABLE = new Set(['ECONNRESET', 'EPIPE']);
 
 /**
  * `text` (a CLI's error line) with the proxy's address put back as the endpoint the user configured: the
@@ -240,7 +251,19 @@ export async function startKeyProxy(opts: KeyProxyOptions): Promise<KeyProxy> {
           }
           const send = tls ? httpsRequest : httpRequest;
           const headers = { ...headersFor(req.headers), 'content-length': String(body.length) };
-          const forward = (fresh: boolean) => {
+          // The body is kept for one resend only while the upstream may still drop, unanswered, the kept
+          // connection it went out on: until the answer starts, or RESEND_WINDOW_MS after it was sent,
+          // and only within the budget for bodies held at once (its own share: req's is released below).
+          const share = {};
+          let resend: Buffer | undefined = budget.take(share, body.length) ? body : undefined;
+          let window: NodeJS.Timeout | undefined;
+          const forget = () => {
+            resend = undefined;
+            clearTimeout(window);
+            budget.release(share);
+          };
+          res.on('close', forget);
+          const forward = (fresh: boolean, bytes: Buffer) => {
             const out = send(
               {
                 host: upstream.hostname,
@@ -252,23 +275,33 @@ export async function startKeyProxy(opts: KeyProxyOptions): Promise<KeyProxy> {
                 ...(fresh ? { agent: false } : {}),
               },
               (answer) => {
+                forget();
                 res.writeHead(answer.statusCode ?? 502, stripHop(answer.headers));
                 answer.pipe(res);
               },
             );
-            out.on('error', () => {
+            out.on('finish', () => {
+              if (fresh) forget();
+              else window = setTimeout(forget, timeouts.resendWindowMs ?? RESEND_WINDOW_MS);
+            });
+            out.on('error', (e: NodeJS.ErrnoException) => {
+              const again = resend;
+              forget();
               // A kept-alive connection the upstream closed as this request went out on it (its idle
-              // timer ran out meanwhile): nothing was answered, so the request is sent once more on a
-              // fresh connection, as Node's documentation of reusedSocket advises.
-              if (!fresh && out.reusedSocket && !res.headersSent) return forward(true);
+              // timer ran out meanwhile): reset at once, nothing answered, so the request is sent once
+              // more on a fresh connection, as Node's documentation of reusedSocket advises.
+              if (!fresh && again && out.reusedSocket && !res.headersSent && RESENDABLE.has(e.code ?? '')) {
+                forward(true, again);
+                return;
+              }
               // An upstream that cannot be reached looks the same to the CLI: the connection drops, with
               // no answer (its own "unreachable" handling, and ours, apply; a 502 would read as a server
               // error).
               req.socket.destroy();
             });
-            out.end(body);
+            out.end(bytes);
           };
-          forward(false);
+          forward(false, body);
         })
         .catch(() => req.socket.destroy()) // whatever went wrong, this request goes no further
         .finally(() => budget.release(req));

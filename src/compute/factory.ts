@@ -25,7 +25,8 @@ export interface BuildBackendOptions {
   gcloud?: Gcloud;
   /**
    * Use only a machine another job holds (a TPU `hillclimb tpu allocate` recorded), never allocate or
-   * replace one. Ray always attaches to its cluster; the local backend is this machine.
+   * replace one. Ray always attaches to its cluster; the local backend is this machine. A registered
+   * backend that can allocate machines must honour it (the tools relay relies on it).
    */
   attachOnly?: boolean;
 }

@@ -45,7 +45,10 @@ export function searchSection(evidence: IterationEvidence): string | undefined {
     'noisy screens overstates its own effect, so a screening round is never evidence.';
   const outcome = raceOutcome(search);
   // The level in the column itself: a race's intervals are wider than the 95% a reader assumes.
-  const screenColumn = race ? `screen [${confidenceText(race.confidence)} interval]` : 'screen [interval]';
+  const screenColumn =
+    race && race.maxRounds >= 2
+      ? `screen [${confidenceText(race.confidence)} interval]`
+      : 'screen [interval]';
   return [
     heading,
     rule,

@@ -512,6 +512,31 @@ describe('the key proxy', () => {
     expect(arrivals).toBe(3);
   });
 
+  it('a kept connection reset after the upstream worked on the request a while: not sent again (it may be billed)', async () => {
+    let arrivals = 0;
+    const answered = new WeakSet<object>();
+    const up = createServer((req, res) => {
+      arrivals++;
+      if (answered.has(req.socket)) {
+        setTimeout(() => req.socket.destroy(), 600); // past the proxy's resend window
+        return;
+      }
+      answered.add(req.socket);
+      req.resume();
+      req.on('end', () => res.end('{"ok":true}'));
+    });
+    const proxy = await proxyTo(await listening(up), undefined, {
+      timeouts: { headersMs: 20_000, requestMs: 120_000, resendWindowMs: 100 },
+    });
+    const first = await fetch(`${proxy.url}/responses`, { method: 'POST', headers: JSON_TYPE, body: '{}' });
+    expect(first.status).toBe(200);
+    await first.text();
+    await expect(
+      fetch(`${proxy.url}/responses`, { method: 'POST', headers: JSON_TYPE, body: '{}' }),
+    ).rejects.toThrow();
+    expect(arrivals).toBe(2);
+  });
+
   it('an upstream that drops every request is not asked again and again', async () => {
     let arrivals = 0;
     const up = createServer((req) => {

@@ -267,6 +267,9 @@ describe('TpuVmBackend', () => {
     expect((await b.run(job())).infraError).toBe(
       'no TPU: hillclimb-held in zone-a was lost, and this job allocates none',
     );
+    // A status check that failed once (a gcloud hiccup) does not end the held TPU's use: asked again.
+    fake.scenario(UP);
+    expect(await b.run(job())).toMatchObject({ exitCode: 0, handle: 'hillclimb-held@zone-a' });
     await b.close();
     expect(fake.callsOf('queued-resources create')).toEqual([]);
     expect(fake.callsOf('queued-resources delete')).toEqual([]);

@@ -532,6 +532,10 @@ describe("the tools relay's serving job on a TPU VM", () => {
         }),
       ).rejects.toThrow(/no TPU held by `hillclimb tpu allocate` is up .* and this job allocates none/);
       expect(fake.callsOf('queued-resources create')).toEqual([]);
+      // It said it stopped: a propose job's tool call gives up at once rather than after its grace.
+      expect(await store.list('hillclimb-tools-relay-tpu-closed')).toEqual([
+        'hillclimb-tools-relay-tpu-closed',
+      ]);
     } finally {
       fake.restore();
     }

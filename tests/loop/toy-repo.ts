@@ -95,12 +95,12 @@ function git(dir: string, ...args: string[]): string {
   });
 }
 
-/** Build the toy repository in `dir` with these patches; returns the base commit. */
 /** The toy target is stdlib only: the system's python3 stands in for the project's venv. */
 export function systemPython(): string {
   return execFileSync('sh', ['-c', 'command -v python3'], { encoding: 'utf8' }).trim();
 }
 
+/** Build the toy repository in `dir` with these patches; returns the base commit. */
 export function makeToyRepo(dir: string, patches = STANDARD_PATCHES, config = TOY_CONFIG): string {
   mkdirSync(dir, { recursive: true });
   const put = (rel: string, text: string) => {

@@ -63441,9 +63441,12 @@ var TpuVmBackend = class {
     fillCommand(job.command, { python: "python", root: ".", cache: ".", ...job.outputs });
     if (this.lost && this.opts.attachOnly) {
       const alloc2 = this.allocation;
-      return result({
-        infraError: `no TPU: ${alloc2 ? `${alloc2.name} in ${alloc2.zone}` : "the held TPU"} was lost, and this job allocates none`
-      });
+      if (alloc2 && await this.isUp(alloc2)) this.lost = false;
+      else {
+        return result({
+          infraError: `no TPU: ${alloc2 ? `${alloc2.name} in ${alloc2.zone}` : "the held TPU"} was lost, and this job allocates none`
+        });
+      }
     }
     if (this.lost || !this.allocation) {
       try {
@@ -71964,7 +71967,7 @@ function searchSection(evidence) {
   const screened = !race ? `screened against the champion (${plural(search.screenRounds, "paired round")})` : race.maxRounds > search.screenRounds ? `screened against the champion in sessions of ${plural(search.screenRounds, "paired round")}, raced up to ${plural(race.maxRounds, "round")}: ${dropRule("after each session")} (${confidenceText(race.confidence)} per look); the rest got another session` : search.screenRounds >= 2 ? `screened against the champion in one session of ${plural(search.screenRounds, "paired round")}: ${dropRule("after it")} (${confidenceText(race.confidence)} intervals)` : `screened against the champion in one session of 1 round (no interval: ranked on its estimate)`;
   const rule = `Every candidate that passed its gates was ${screened}; only the best one at or above ${formatRatio(search.threshold)} was measured in full, on fresh rounds (the next best too when one ended invalid, no-op or error before the comparison's first look, having said nothing about its effect). The verdict and every number of the full comparison come from those rounds alone: the best of several noisy screens overstates its own effect, so a screening round is never evidence.`;
   const outcome = raceOutcome(search);
-  const screenColumn = race ? `screen [${confidenceText(race.confidence)} interval]` : "screen [interval]";
+  const screenColumn = race && race.maxRounds >= 2 ? `screen [${confidenceText(race.confidence)} interval]` : "screen [interval]";
   return [
     heading,
     rule,
@@ -84135,6 +84138,8 @@ var MAX_CONNECTIONS = 256;
 var BUFFERED_BYTES = 256 << 20;
 var HANDSHAKE_HELD_BYTES = 64 << 10;
 var TIMEOUTS = { headersMs: 2e4, requestMs: 12e4 };
+var RESEND_WINDOW_MS = 5e3;
+var RESENDABLE = /* @__PURE__ */ new Set(["ECONNRESET", "EPIPE"]);
 function withUpstreamNamed(text3, proxy) {
   const upstream = new URL(proxy.upstream);
   const origin = upstream.origin;
@@ -84237,7 +84242,16 @@ async function startKeyProxy(opts) {
         }
         const send = tls ? httpsRequest2 : httpRequest2;
         const headers = { ...headersFor(req.headers), "content-length": String(body.length) };
-        const forward = (fresh) => {
+        const share = {};
+        let resend = budget.take(share, body.length) ? body : void 0;
+        let window2;
+        const forget = () => {
+          resend = void 0;
+          clearTimeout(window2);
+          budget.release(share);
+        };
+        res.on("close", forget);
+        const forward = (fresh, bytes) => {
           const out = send(
             {
               host: upstream.hostname,
@@ -84249,17 +84263,27 @@ async function startKeyProxy(opts) {
               ...fresh ? { agent: false } : {}
             },
             (answer) => {
+              forget();
               res.writeHead(answer.statusCode ?? 502, stripHop(answer.headers));
               answer.pipe(res);
             }
           );
-          out.on("error", () => {
-            if (!fresh && out.reusedSocket && !res.headersSent) return forward(true);
+          out.on("finish", () => {
+            if (fresh) forget();
+            else window2 = setTimeout(forget, timeouts.resendWindowMs ?? RESEND_WINDOW_MS);
+          });
+          out.on("error", (e) => {
+            const again = resend;
+            forget();
+            if (!fresh && again && out.reusedSocket && !res.headersSent && RESENDABLE.has(e.code ?? "")) {
+              forward(true, again);
+              return;
+            }
             req.socket.destroy();
           });
-          out.end(body);
+          out.end(bytes);
         };
-        forward(false);
+        forward(false, body);
       }).catch(() => req.socket.destroy()).finally(() => budget.release(req));
     }
   );

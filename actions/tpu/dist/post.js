@@ -44994,9 +44994,12 @@ var TpuVmBackend = class {
     fillCommand(job.command, { python: "python", root: ".", cache: ".", ...job.outputs });
     if (this.lost && this.opts.attachOnly) {
       const alloc2 = this.allocation;
-      return result({
-        infraError: `no TPU: ${alloc2 ? `${alloc2.name} in ${alloc2.zone}` : "the held TPU"} was lost, and this job allocates none`
-      });
+      if (alloc2 && await this.isUp(alloc2)) this.lost = false;
+      else {
+        return result({
+          infraError: `no TPU: ${alloc2 ? `${alloc2.name} in ${alloc2.zone}` : "the held TPU"} was lost, and this job allocates none`
+        });
+      }
     }
     if (this.lost || !this.allocation) {
       try {

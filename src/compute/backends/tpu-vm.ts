@@ -8,6 +8,8 @@
  * outputs tarball back from worker 0 with scp. Jobs on one VM run one at a time. A TPU that stops
  * answering (preempted spot VM) makes that job an infrastructure error, and the next job gets a new
  * TPU. close() releases what open() allocated; a TPU held by the CLI stays for `hillclimb tpu release`.
+ * Attach-only (the tools relay's serving job) never allocates: no TPU held is an error, and a lost one
+ * makes each later job an infrastructure error until it answers again.
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -163,10 +165,14 @@ export class TpuVmBackend implements Backend {
     // Fails fast on a placeholder the job has no destination for.
     fillCommand(job.command, { python: 'python', root: '.', cache: '.', ...job.outputs });
     if (this.lost && this.opts.attachOnly) {
+      // Asked again: one failed status check (a gcloud hiccup) must not end the held TPU's use for good.
       const alloc = this.allocation;
-      return result({
-        infraError: `no TPU: ${alloc ? `${alloc.name} in ${alloc.zone}` : 'the held TPU'} was lost, and this job allocates none`,
-      });
+      if (alloc && (await this.isUp(alloc))) this.lost = false;
+      else {
+        return result({
+          infraError: `no TPU: ${alloc ? `${alloc.name} in ${alloc.zone}` : 'the held TPU'} was lost, and this job allocates none`,
+        });
+      }
     }
     if (this.lost || !this.allocation) {
       try {

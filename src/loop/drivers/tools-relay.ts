@@ -8,7 +8,7 @@ import type { RelayStore } from '../../compute/index.js';
 import { loadConfig, selectTarget } from '../../config/index.js';
 import { ExitCode, HillclimbError } from '../../util/index.js';
 import { openLoopContext } from '../open-context.js';
-import { type ServeReport, serveToolsRelay } from '../relay/index.js';
+import { markRelayClosed, type ServeReport, serveToolsRelay } from '../relay/index.js';
 import type { PhaseOptions } from './phases.js';
 
 export interface ToolsRelayOptions extends PhaseOptions {
@@ -55,7 +55,13 @@ export async function runToolsRelay(opts: ToolsRelayOptions): Promise<ServeRepor
   });
   try {
     const harness = await ctx.git.revParse(opts.base);
-    await openBackends();
+    try {
+      await openBackends();
+    } catch (e) {
+      // No machine to serve on: the propose jobs' tool calls give up at once, not after their grace.
+      await markRelayClosed(opts.store, opts.runId, opts.logger);
+      throw e;
+    }
     return await serveToolsRelay({
       ctx,
       store: opts.store,

@@ -14,7 +14,7 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RelayStore } from '../../compute/index.js';
-import { errorMessage, readPlainFile } from '../../util/index.js';
+import { errorMessage, type Logger, readPlainFile } from '../../util/index.js';
 import type { LoopContext } from '../context.js';
 import { type Platform, parseVerifyCommand, verifierJob } from '../steps/programs.js';
 import {
@@ -151,11 +151,18 @@ export async function serveToolsRelay(o: ServeOptions): Promise<ServeReport> {
       if (idle > 0) await sleep(pollMs * Math.min(6, Math.ceil(idle / 12)));
     }
   } finally {
-    // However the serving ends: a propose job still waiting stops at once instead of at its deadline.
-    await publishMarker(store, closedName(ctx.runId)).catch((e: unknown) =>
-      ctx.logger.warn(`tools relay: could not say it stopped: ${errorMessage(e)}`),
-    );
+    await markRelayClosed(store, ctx.runId, ctx.logger);
   }
+}
+
+/**
+ * Say the serving job has stopped, however it ended (also before it served: its machine would not
+ * open): a propose job still waiting stops at once instead of at its deadline. Never throws.
+ */
+export async function markRelayClosed(store: RelayStore, runId: string, logger: Logger): Promise<void> {
+  await publishMarker(store, closedName(runId)).catch((e: unknown) =>
+    logger.warn(`tools relay: could not say it stopped: ${errorMessage(e)}`),
+  );
 }
 
 /** Take one request, run its session (unless `refuse` says why not) and publish the answer. */
