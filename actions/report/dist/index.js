@@ -85915,6 +85915,18 @@ async function publishMarker(store, name) {
     rmSync23(dir, { recursive: true, force: true });
   }
 }
+async function listPatiently(store, prefix, o2) {
+  for (let failures = 0; ; ) {
+    if (o2.stopped?.()) return void 0;
+    try {
+      return await store.list(prefix);
+    } catch (e) {
+      if (++failures > LIST_FAILURES) throw e;
+      o2.onFailure?.(failures, e);
+      await o2.sleep(o2.pollMs);
+    }
+  }
+}
 
 // src/loop/relay/client.ts
 function isVerifierSession(job) {
@@ -85952,18 +85964,13 @@ function relayBackend(o2) {
       await o2.store.put(requestName(o2.runId, o2.client, n2), join38(scratch));
       const answer = answerName(o2.runId, o2.client, n2);
       const deadline = started + job.timeoutMs + graceMs;
-      let failures = 0;
       for (; ; ) {
-        if (job.signal?.aborted) return { ...failed(job, started, "cancelled"), killedBy: "abort" };
-        let names;
-        try {
-          names = await o2.store.list(relayPrefix(o2.runId));
-          failures = 0;
-        } catch (e) {
-          if (++failures > LIST_FAILURES) throw e;
-          await sleep6(pollMs);
-          continue;
-        }
+        const names = await listPatiently(o2.store, relayPrefix(o2.runId), {
+          sleep: sleep6,
+          pollMs,
+          stopped: () => job.signal?.aborted === true
+        });
+        if (names === void 0) return { ...failed(job, started, "cancelled"), killedBy: "abort" };
         if (names.includes(answer)) break;
         if (names.includes(closedName(o2.runId))) {
           return failed(
@@ -86029,15 +86036,11 @@ function relayBackend(o2) {
 }
 async function markRelayDone(store, runId, client, retryMs = 5e3) {
   const name = doneName(runId, client);
-  for (let failures = 0; ; ) {
-    try {
-      if ((await store.list(name)).includes(name)) return;
-      break;
-    } catch (e) {
-      if (++failures > LIST_FAILURES) throw e;
-      await new Promise((r) => setTimeout(r, retryMs));
-    }
-  }
+  const listed3 = await listPatiently(store, name, {
+    sleep: (ms2) => new Promise((r) => setTimeout(r, ms2)),
+    pollMs: retryMs
+  });
+  if (listed3?.includes(name)) return;
   await publishMarker(store, name);
 }
 

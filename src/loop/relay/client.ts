@@ -23,7 +23,7 @@ import {
   answerName,
   closedName,
   doneName,
-  LIST_FAILURES,
+  listPatiently,
   parseName,
   publishMarker,
   RELAY_VERSION,
@@ -101,19 +101,13 @@ export function relayBackend(o: RelayClientOptions): Backend {
       await o.store.put(requestName(o.runId, o.client, n), join(scratch));
       const answer = answerName(o.runId, o.client, n);
       const deadline = started + job.timeoutMs + graceMs;
-      let failures = 0;
       for (;;) {
-        if (job.signal?.aborted) return { ...failed(job, started, 'cancelled'), killedBy: 'abort' };
-        let names: string[];
-        try {
-          names = await o.store.list(relayPrefix(o.runId));
-          failures = 0;
-        } catch (e) {
-          // A few failed listings in a row are waited out, as the serving job waits them out.
-          if (++failures > LIST_FAILURES) throw e;
-          await sleep(pollMs);
-          continue;
-        }
+        const names = await listPatiently(o.store, relayPrefix(o.runId), {
+          sleep,
+          pollMs,
+          stopped: () => job.signal?.aborted === true,
+        });
+        if (names === undefined) return { ...failed(job, started, 'cancelled'), killedBy: 'abort' };
         if (names.includes(answer)) break;
         if (names.includes(closedName(o.runId))) {
           return failed(
@@ -188,16 +182,11 @@ export async function markRelayDone(
 ): Promise<void> {
   const name = doneName(runId, client);
   // Said once: the propose phase says it, and the workflow's always-step again for a job that failed first.
-  // A hiccup of the store is waited out as the polling ends wait it out: unsaid, the serving job would hold
-  // the machine until its deadline.
-  for (let failures = 0; ; ) {
-    try {
-      if ((await store.list(name)).includes(name)) return;
-      break;
-    } catch (e) {
-      if (++failures > LIST_FAILURES) throw e;
-      await new Promise<void>((r) => setTimeout(r, retryMs));
-    }
-  }
+  // Unsaid after a hiccup of the store, the serving job would hold the machine until its deadline.
+  const listed = await listPatiently(store, name, {
+    sleep: (ms) => new Promise<void>((r) => setTimeout(r, ms)),
+    pollMs: retryMs,
+  });
+  if (listed?.includes(name)) return;
   await publishMarker(store, name);
 }

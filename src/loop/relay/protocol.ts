@@ -89,7 +89,7 @@ export const ANSWER_LIMITS = { maxTotalBytes: 2 * 1024 ** 3, maxFileBytes: 1024 
 /** The most of a request's or answer's own JSON file read. */
 const JSON_BYTES = 64 * 1024;
 /** Failed listings of the store in a row either end waits out (the artifact service hiccups) before it gives up. */
-export const LIST_FAILURES = 10;
+const LIST_FAILURES = 10;
 /** The most of the verifier's log an answer carries (its tail). */
 export const LOG_TAIL_BYTES = 256 * 1024;
 
@@ -161,5 +161,38 @@ export async function publishMarker(store: RelayStore, name: string): Promise<vo
     await store.put(name, dir);
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export interface ListPatientlyOptions {
+  /** Wait between a failed listing and the next try. */
+  sleep: (ms: number) => Promise<void>;
+  pollMs: number;
+  /** Checked before each try: true ends the listing, with undefined. */
+  stopped?: () => boolean;
+  /** Told of each failed listing (the count so far in a row) that is waited out. */
+  onFailure?: (failures: number, e: unknown) => void;
+}
+
+/**
+ * `store.list(prefix)`, a failed listing waited out and tried again, up to LIST_FAILURES in a row (the
+ * artifact service answers most of the time): every end of the relay lists through this, so a hiccup
+ * of the store ends none of them. Undefined when `stopped` says so before a try.
+ * @throws the last listing's error after LIST_FAILURES + 1 failures in a row.
+ */
+export async function listPatiently(
+  store: RelayStore,
+  prefix: string,
+  o: ListPatientlyOptions,
+): Promise<string[] | undefined> {
+  for (let failures = 0; ; ) {
+    if (o.stopped?.()) return undefined;
+    try {
+      return await store.list(prefix);
+    } catch (e) {
+      if (++failures > LIST_FAILURES) throw e;
+      o.onFailure?.(failures, e);
+      await o.sleep(o.pollMs);
+    }
   }
 }

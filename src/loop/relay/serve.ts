@@ -20,8 +20,8 @@ import { type Platform, parseVerifyCommand, verifierJob } from '../steps/program
 import {
   answerName,
   closedName,
-  LIST_FAILURES,
   LOG_TAIL_BYTES,
+  listPatiently,
   parseName,
   publishMarker,
   RELAY_VERSION,
@@ -79,7 +79,6 @@ export async function serveToolsRelay(o: ServeOptions): Promise<ServeReport> {
   const platform = ctx.backend.info().platform as Platform;
   const sessionMs = ctx.target.bench.timeout_minutes * 60_000;
   let idle = 0;
-  let failures = 0;
   const end = (ended: ServeReport['ended']): ServeReport => ({
     ...report,
     seconds: [...spent.values()].reduce((t, c) => t + c.ms, 0) / 1000,
@@ -92,18 +91,14 @@ export async function serveToolsRelay(o: ServeOptions): Promise<ServeReport> {
   );
   try {
     for (;;) {
-      if (ctx.signal.aborted) return end('cancelled');
-      let listed: string[];
-      try {
-        listed = await store.list(relayPrefix(ctx.runId));
-        failures = 0;
-      } catch (e) {
-        // The artifact service answers most of the time: a few failed listings in a row are waited out.
-        if (++failures > LIST_FAILURES) throw e;
-        ctx.logger.warn(`tools relay: listing ${store.where} failed (${failures}): ${errorMessage(e)}`);
-        await sleep(pollMs);
-        continue;
-      }
+      const listed = await listPatiently(store, relayPrefix(ctx.runId), {
+        sleep,
+        pollMs,
+        stopped: () => ctx.signal.aborted,
+        onFailure: (failures, e) =>
+          ctx.logger.warn(`tools relay: listing ${store.where} failed (${failures}): ${errorMessage(e)}`),
+      });
+      if (listed === undefined) return end('cancelled');
       const names = new Set(listed);
       const parsed = [...names].map((n) => parseName(ctx.runId, n));
       const done = new Set(parsed.flatMap((p) => (p?.kind === 'done' ? [p.client] : [])));
