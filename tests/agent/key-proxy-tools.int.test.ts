@@ -5,9 +5,10 @@
  * forwarded as before; and the tools-only proxy (the command agent's) forwards nothing at all.
  */
 import { createServer } from 'node:http';
-import { type AddressInfo, connect } from 'node:net';
+import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startKeyProxy, startToolsProxy, TOOLS_PATH } from '../../src/agent/key-proxy.js';
+import { listenOnLoopback } from '../helpers/listen.js';
 import { stubTools } from './stub-tools.js';
 
 const closers: Array<() => Promise<void>> = [];
@@ -27,15 +28,7 @@ async function upstream() {
     seen.push(`UPGRADE ${req.url}`);
     socket.destroy();
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  closers.push(
-    () =>
-      new Promise((r) => {
-        server.closeAllConnections();
-        server.close(() => r());
-      }),
-  );
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, seen };
+  return { url: `${await listenOnLoopback(server, closers)}/v1`, seen };
 }
 
 const INIT = {

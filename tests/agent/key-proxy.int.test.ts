@@ -19,6 +19,7 @@ import {
   startKeyProxy,
 } from '../../src/agent/key-proxy.js';
 import { duplicateKey, refuseModelMessage, refuseModelRequest } from '../../src/agent/model-request.js';
+import { listenOnLoopback } from '../helpers/listen.js';
 
 const closers: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -69,16 +70,31 @@ async function upstream(o: { refuseUpgrades?: boolean } = {}) {
     );
     socket.on('data', (d: Buffer) => wsBytes.push(d));
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  closers.push(
-    () =>
-      new Promise((r) => {
-        for (const s of upgraded) s.destroy();
-        server.closeAllConnections();
-        server.close(() => r());
-      }),
-  );
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, seen, wsBytes };
+  // Upgraded sockets are the server's no longer: destroyed first, so that closing it does not wait on them.
+  closers.push(async () => {
+    for (const s of upgraded) s.destroy();
+  });
+  return { url: `${await listenOnLoopback(server, closers)}/v1`, seen, wsBytes };
+}
+
+/**
+ * An upstream each of whose connections answers its first request and does `drop` to any later one on
+ * it, unanswered: as an upstream whose idle timer closes a kept connection the proxy reuses.
+ */
+async function dropsKeptRequests(drop: (socket: Socket) => void) {
+  let arrivals = 0;
+  const answered = new WeakSet<object>();
+  const server = createServer((req, res) => {
+    arrivals++;
+    if (answered.has(req.socket)) {
+      drop(req.socket);
+      return;
+    }
+    answered.add(req.socket);
+    req.resume();
+    req.on('end', () => res.end('{"ok":true}'));
+  });
+  return { url: `${await listenOnLoopback(server, closers)}/v1`, arrivals: () => arrivals };
 }
 
 async function proxyTo(
@@ -94,19 +110,6 @@ async function proxyTo(
   });
   closers.push(proxy.close);
   return proxy;
-}
-
-/** `server` listening on the loopback, closed after the test: its URL as an upstream. */
-async function listening(server: ReturnType<typeof createServer>): Promise<string> {
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  closers.push(
-    () =>
-      new Promise((r) => {
-        server.closeAllConnections();
-        server.close(() => r());
-      }),
-  );
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
 }
 
 /** A masked client frame (RFC 6455) carrying `text`. */
@@ -491,41 +494,20 @@ describe('the key proxy', () => {
     // Each connection answers its first request and drops any later one unanswered, as an upstream whose
     // idle timer runs out as the proxy reuses the connection (in one process under load, the test's own
     // upstream did: "other side closed" on the second of three large bodies).
-    let arrivals = 0;
-    const answered = new WeakSet<object>();
-    const up = createServer((req, res) => {
-      arrivals++;
-      if (answered.has(req.socket)) {
-        req.socket.destroy();
-        return;
-      }
-      answered.add(req.socket);
-      req.resume();
-      req.on('end', () => res.end('{"ok":true}'));
-    });
-    const proxy = await proxyTo(await listening(up));
+    const up = await dropsKeptRequests((socket) => socket.destroy());
+    const proxy = await proxyTo(up.url);
     for (let i = 0; i < 2; i++) {
       const res = await fetch(`${proxy.url}/responses`, { method: 'POST', headers: JSON_TYPE, body: '{}' });
       expect([res.status, await res.text()]).toEqual([200, '{"ok":true}']);
     }
     // The second request: dropped on the kept connection, answered on a fresh one.
-    expect(arrivals).toBe(3);
+    expect(up.arrivals()).toBe(3);
   });
 
   it('a kept connection reset after the upstream worked on the request a while: not sent again (it may be billed)', async () => {
-    let arrivals = 0;
-    const answered = new WeakSet<object>();
-    const up = createServer((req, res) => {
-      arrivals++;
-      if (answered.has(req.socket)) {
-        setTimeout(() => req.socket.destroy(), 600); // past the proxy's resend window
-        return;
-      }
-      answered.add(req.socket);
-      req.resume();
-      req.on('end', () => res.end('{"ok":true}'));
-    });
-    const proxy = await proxyTo(await listening(up), undefined, {
+    // Reset past the proxy's resend window.
+    const up = await dropsKeptRequests((socket) => setTimeout(() => socket.destroy(), 600));
+    const proxy = await proxyTo(up.url, undefined, {
       timeouts: { headersMs: 20_000, requestMs: 120_000, resendWindowMs: 100 },
     });
     const first = await fetch(`${proxy.url}/responses`, { method: 'POST', headers: JSON_TYPE, body: '{}' });
@@ -534,7 +516,7 @@ describe('the key proxy', () => {
     await expect(
       fetch(`${proxy.url}/responses`, { method: 'POST', headers: JSON_TYPE, body: '{}' }),
     ).rejects.toThrow();
-    expect(arrivals).toBe(2);
+    expect(up.arrivals()).toBe(2);
   });
 
   it('an upstream that drops every request is not asked again and again', async () => {
@@ -543,7 +525,7 @@ describe('the key proxy', () => {
       arrivals++;
       req.socket.destroy();
     });
-    const proxy = await proxyTo(await listening(up));
+    const proxy = await proxyTo(`${await listenOnLoopback(up, closers)}/v1`);
     await expect(
       fetch(`${proxy.url}/responses`, { method: 'POST', headers: JSON_TYPE, body: '{}' }),
     ).rejects.toThrow();
