@@ -21,10 +21,11 @@
  * lineage's true gain per accelerator-hour). `--overhead-only` runs that part alone.
  *
  *   npm run bench:verdict -- [--rounds R] [--sessions S] [--aa N] [--overhead-only]
- *     [--overhead-rounds R] [--overhead-repeats N]
+ *     [--overhead-rounds R] [--overhead-repeats N] [--load N] [--beside CMD] [--skip-before]
+ *   npm run bench:verdict -- --sessions-from bench-out/verdict-sessions
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -69,6 +70,7 @@ const { values: args } = parseArgs({
     'overhead-only': { type: 'boolean', default: false }, // only the shared session's cost (a few minutes)
     'overhead-rounds': { type: 'string', default: String(N) }, // the longer sessions' rounds
     'overhead-repeats': { type: 'string', default: '1' }, // times the grid of sessions is measured
+    'sessions-from': { type: 'string' }, // a folder of kept session documents: their table, nothing timed
   },
 });
 const OVERHEAD_ARMS = [2, 3, 4, 5];
@@ -194,28 +196,114 @@ function tree(dir: string, patches: string[]): string {
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
 
-/** The clock that decides (the verifier's `samples_ms`) or the wall clock kept beside it. */
-type Clock = 'decisive' | 'wall';
+/**
+ * The mean of the faster half of a round's calls (the ⌈n/2⌉ fastest): a candidate per-round statistic
+ * (issue 36) beside the median the verifier reports. Interference only ever adds time to a call, so the
+ * faster calls are the ones it touched least; averaging five of them is steadier than the one middle call.
+ */
+const fasterHalfMean = (calls: readonly number[]): number => {
+  const fastest = [...calls].sort((a, b) => a - b).slice(0, Math.ceil(calls.length / 2));
+  return fastest.reduce((sum, x) => sum + x, 0) / fastest.length;
+};
+
+/**
+ * How a round's calls are read: the clock that decides (the verifier's `samples_ms`) or the wall clock
+ * kept beside it, each by the round's median (what the verifier reports and the verdict decides on) or
+ * by the mean of its faster half (`fasterHalfMean`).
+ */
+type Clock = 'decisive' | 'wall' | 'decisive-fast' | 'wall-fast';
+interface PerRound {
+  A: number[];
+  B: number[];
+}
 interface Session {
   seconds: number;
   /** Per-round medians of each arm on the decisive clock. */
   A: number[];
   B: number[];
-  wall: { A: number[]; B: number[] };
+  wall: PerRound;
+  /** Per-round means of the faster half of each arm's calls, on the decisive clock and on the wall. */
+  fast: PerRound;
+  wallFast: PerRound;
   /** The decisive clock's name, as the metrics say it. */
   clock: string;
 }
+/** A verifier session's document (arms A and B) as the bench reads it. */
+function sessionOf(doc: SessionDocument, seconds: number): Session {
+  const values = (arm: 'A' | 'B', clock: Clock) =>
+    doc.rounds.map((r) => {
+      const m = r[arm].measurements[METRIC]!;
+      if (clock === 'decisive') return m.median_ms;
+      if (clock === 'wall') return m.wall_median_ms ?? m.median_ms;
+      return fasterHalfMean(clock === 'wall-fast' ? (m.wall_samples_ms ?? m.samples_ms) : m.samples_ms);
+    });
+  const perRound = (clock: Clock): PerRound => ({ A: values('A', clock), B: values('B', clock) });
+  return {
+    seconds,
+    ...perRound('decisive'),
+    wall: perRound('wall'),
+    fast: perRound('decisive-fast'),
+    wallFast: perRound('wall-fast'),
+    clock: doc.rounds[0]!.A.timing.clock,
+  };
+}
+interface SessionDocument {
+  rounds: Array<
+    Record<
+      'A' | 'B',
+      {
+        timing: { clock: string };
+        measurements: Record<
+          string,
+          { median_ms: number; samples_ms: number[]; wall_median_ms?: number; wall_samples_ms?: number[] }
+        >;
+      }
+    >
+  >;
+}
+
+/**
+ * `--sessions-from DIR`: the table of readings again from the session documents an earlier run kept
+ * (`bench-out/verdict-sessions`; its one-round warm-up sessions left out), without timing anything.
+ */
+function readingsOfKept(dir: string): string[] {
+  const kept = readdirSync(dir)
+    .filter((name) => name.endsWith('.json'))
+    .sort()
+    .map((name) => ({ name, doc: JSON.parse(readFileSync(join(dir, name), 'utf8')) as SessionDocument }))
+    .filter(({ doc }) => doc.rounds.length >= 2);
+  const ab = kept.filter(({ name }) => name.endsWith('-A-B.json')).map(({ doc }) => sessionOf(doc, 0));
+  const aa = kept.filter(({ name }) => name.endsWith('-A-A2.json')).map(({ doc }) => sessionOf(doc, 0));
+  if (ab.length === 0 || aa.length === 0) {
+    throw new Error(`${dir}: needs A/B and A/A′ sessions of 2 rounds or more (…-A-B.json, …-A-A2.json)`);
+  }
+  return [
+    `${ab.length} A/B and ${aa.length} A/A′ sessions kept in ${dir}`,
+    '',
+    `| clock of the verifier session, per-round statistic | paired CV | MDE at n = ${N} | 0001 speed-up (sessions) | A/B improved at the first look | A/A′ accepted |`,
+    '| --- | ---: | ---: | ---: | ---: | ---: |',
+    ...clockRows(ab, aa, ab[0]!.clock).map((r) => `| ${r.join(' | ')} |`),
+  ];
+}
+
 const loads: number[] = [];
 const pct = (x: number) => `${(x * 100).toFixed(2)}%`;
 const f = (x: number, d = 1) => x.toFixed(d);
 
-/** One row per clock: its paired noise, MDE, speed-up, first-look accepts of A/B and accepts of A/A′. */
+/**
+ * One row per reading (clock and per-round statistic): its paired noise, MDE, speed-up, first-look
+ * accepts of A/B and accepts of A/A′, each as the verdict's rule would give them on those values.
+ */
 function clockRows(ab: Session[], aa: Session[], decisive: string): string[][] {
-  const on = (s: Session, clock: Clock) => (clock === 'wall' ? s.wall : s);
+  const on = (s: Session, clock: Clock): PerRound =>
+    ({ decisive: s, wall: s.wall, 'decisive-fast': s.fast, 'wall-fast': s.wallFast })[clock];
   const opts = { direction: 'lower', seed: 1, paired: true } as const;
+  const wall = 'perf_counter+block_until_ready';
   const clocks: Array<[Clock, string]> = [
-    ['decisive', `${decisive} (decides)`],
-    ['wall', 'perf_counter+block_until_ready (wall, beside)'],
+    ['decisive', `${decisive}, median (decides)`],
+    ['wall', `${wall} (wall, beside), median`],
+    ['decisive-fast', `${decisive}, mean of the faster half`],
+    ['wall-fast', `${wall} (wall), mean of the faster half`],
   ];
   return clocks.map(([clock, label]) => {
     const cv = median([...ab, ...aa].map((s) => pairedNoiseCv(on(s, clock).A, on(s, clock).B)));
@@ -384,21 +472,8 @@ function main(): void {
       const kept = join(ROOT, 'bench-out', 'verdict-sessions');
       mkdirSync(kept, { recursive: true });
       cpSync(out, join(kept, `${String(loads.length + 1).padStart(2, '0')}-${a}-${b}.json`));
-      type Measured = { median_ms: number; wall_median_ms?: number };
-      const rounds = doc.rounds as Array<Record<string, { measurements: Record<string, Measured> }>>;
-      const values = (arm: string, clock: Clock) =>
-        rounds.map((r) => {
-          const m = r[arm]!.measurements[METRIC]!;
-          return clock === 'wall' ? (m.wall_median_ms ?? m.median_ms) : m.median_ms;
-        });
       loads.push(loadavg()[0]!);
-      return {
-        seconds,
-        A: values('A', 'decisive'),
-        B: values('B', 'decisive'),
-        wall: { A: values('A', 'wall'), B: values('B', 'wall') },
-        clock: doc.rounds[0].A.timing.clock as string,
-      };
+      return sessionOf(doc, seconds);
     };
     /**
      * The shared screening session's cost (issue 36): sessions of the champion and 1 to 4 candidates at
@@ -559,7 +634,7 @@ function main(): void {
       }
       lines.push(
         '',
-        `| clock of the verifier session | paired CV | MDE at n = ${N} | 0001 speed-up (sessions) | A/B improved at the first look | A/A′ accepted |`,
+        `| clock of the verifier session, per-round statistic | paired CV | MDE at n = ${N} | 0001 speed-up (sessions) | A/B improved at the first look | A/A′ accepted |`,
         '| --- | ---: | ---: | ---: | ---: | ---: |',
         ...clockRows(ab, aa, ab[0]?.clock ?? 'decisive').map((r) => `| ${r.join(' | ')} |`),
         '',
@@ -592,4 +667,5 @@ function main(): void {
   }
 }
 
-main();
+if (args['sessions-from'] === undefined) main();
+else console.log(readingsOfKept(args['sessions-from']).join('\n'));
