@@ -25,7 +25,16 @@
  *   npm run bench:verdict -- --sessions-from bench-out/verdict-sessions
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -262,11 +271,19 @@ interface SessionDocument {
   >;
 }
 
+/** A user error: said in one line, exit status 2, no stack trace. */
+function fail(message: string): never {
+  console.error(`bench:verdict: ${message}`);
+  process.exit(2);
+}
+
 /**
  * `--sessions-from DIR`: the table of readings again from the session documents an earlier run kept
  * (`bench-out/verdict-sessions`; its one-round warm-up sessions left out), without timing anything.
  */
 function readingsOfKept(dir: string): string[] {
+  if (!existsSync(dir))
+    fail(`--sessions-from ${dir}: no such folder (a run keeps its sessions in bench-out/verdict-sessions)`);
   const kept = readdirSync(dir)
     .filter((name) => name.endsWith('.json'))
     .sort()
@@ -275,7 +292,7 @@ function readingsOfKept(dir: string): string[] {
   const ab = kept.filter(({ name }) => name.endsWith('-A-B.json')).map(({ doc }) => sessionOf(doc, 0));
   const aa = kept.filter(({ name }) => name.endsWith('-A-A2.json')).map(({ doc }) => sessionOf(doc, 0));
   if (ab.length === 0 || aa.length === 0) {
-    throw new Error(`${dir}: needs A/B and A/A′ sessions of 2 rounds or more (…-A-B.json, …-A-A2.json)`);
+    fail(`--sessions-from ${dir}: needs A/B and A/A′ sessions of 2 rounds or more (…-A-B.json, …-A-A2.json)`);
   }
   return [
     `${ab.length} A/B and ${aa.length} A/A′ sessions kept in ${dir}`,
