@@ -227,16 +227,12 @@ interface PerRound {
 }
 interface Session {
   seconds: number;
-  /** Per-round medians of each arm on the decisive clock. */
-  A: number[];
-  B: number[];
-  wall: PerRound;
-  /** Per-round means of the faster half of each arm's calls, on the decisive clock and on the wall. */
-  fast: PerRound;
-  wallFast: PerRound;
+  /** Each arm's per-round values by every reading; `decisive` is what the verdict decides on. */
+  readings: Record<Clock, PerRound>;
   /** The decisive clock's name, as the metrics say it. */
   clock: string;
 }
+const READINGS: readonly Clock[] = ['decisive', 'wall', 'decisive-fast', 'wall-fast'];
 /** A verifier session's document (arms A and B) as the bench reads it. */
 function sessionOf(doc: SessionDocument, seconds: number): Session {
   const values = (arm: 'A' | 'B', clock: Clock) =>
@@ -246,13 +242,11 @@ function sessionOf(doc: SessionDocument, seconds: number): Session {
       if (clock === 'wall') return m.wall_median_ms ?? m.median_ms;
       return fasterHalfMean(clock === 'wall-fast' ? (m.wall_samples_ms ?? m.samples_ms) : m.samples_ms);
     });
-  const perRound = (clock: Clock): PerRound => ({ A: values('A', clock), B: values('B', clock) });
   return {
     seconds,
-    ...perRound('decisive'),
-    wall: perRound('wall'),
-    fast: perRound('decisive-fast'),
-    wallFast: perRound('wall-fast'),
+    readings: Object.fromEntries(
+      READINGS.map((clock) => [clock, { A: values('A', clock), B: values('B', clock) }]),
+    ) as Record<Clock, PerRound>,
     clock: doc.rounds[0]!.A.timing.clock,
   };
 }
@@ -312,8 +306,7 @@ const f = (x: number, d = 1) => x.toFixed(d);
  * accepts of A/B and accepts of A/A′, each as the verdict's rule would give them on those values.
  */
 function clockRows(ab: Session[], aa: Session[], decisive: string): string[][] {
-  const on = (s: Session, clock: Clock): PerRound =>
-    ({ decisive: s, wall: s.wall, 'decisive-fast': s.fast, 'wall-fast': s.wallFast })[clock];
+  const on = (s: Session, clock: Clock): PerRound => s.readings[clock];
   const opts = { direction: 'lower', seed: 1, paired: true } as const;
   const wall = 'perf_counter+block_until_ready';
   const clocks: Array<[Clock, string]> = [
@@ -604,7 +597,9 @@ function main(): void {
         const secondsPerRun = median(old.seconds);
         // Per-run noise of the old design: each arm's runs (pooled, outliers dropped).
         const oldCv = robustNoiseCv([old.A, old.B, old.A2]);
-        const newCv = median([...ab, ...aa].map((s) => pairedNoiseCv(s.A, s.B)));
+        const newCv = median(
+          [...ab, ...aa].map((s) => pairedNoiseCv(s.readings.decisive.A, s.readings.decisive.B)),
+        );
         const mdeOld = (n: number) => minimumDetectableEffect(oldCv, n, n);
         const mdeNew = (n: number) => minimumDetectableEffect(newCv, n, n, { paired: true });
         const target = mdeOld(N);
@@ -623,7 +618,12 @@ function main(): void {
           if (oldAccepts(old.A2.slice(i, i + N), old.A.slice(i, i + N))) oldAA += 1;
         }
         const newAA = aa.filter(
-          (s) => compareArms(s.A, s.B, { direction: 'lower', seed: 1, paired: true }).verdict === 'improved',
+          (s) =>
+            compareArms(s.readings.decisive.A, s.readings.decisive.B, {
+              direction: 'lower',
+              seed: 1,
+              paired: true,
+            }).verdict === 'improved',
         ).length;
         return [
           '',
@@ -635,7 +635,7 @@ function main(): void {
           `| MDE at n = ${N} (80% power) | ${pct(mdeOld(N))} | ${pct(mdeNew(N))} |`,
           `| n for the before-MDE ${pct(target)} | ${N} | ${nNew} |`,
           `| seconds per verdict at equal power | ${f(secondsOld)} s | ${f(secondsNew)} s (**${f(secondsOld / secondsNew)}× fewer**) |`,
-          `| 0001 speed-up, median of A / median of B | ${f(speedupOld(old), 3)} | ${f(median(ab.map(speedupOld)), 3)} |`,
+          `| 0001 speed-up, median of A / median of B | ${f(speedupOld(old), 3)} | ${f(median(ab.map((s) => speedupOld(s.readings.decisive))), 3)} |`,
           `| A vs A′ (0003, no true change) accepted as improved | ${oldAA} of ${oldAAn} | ${newAA} of ${aa.length} |`,
         ];
       };

@@ -85935,7 +85935,7 @@ function isVerifierSession(job) {
 function relayBackend(o2) {
   const pollMs = o2.pollMs ?? 5e3;
   const graceMs = o2.graceMs ?? 10 * 6e4;
-  const sleep6 = o2.sleep ?? ((ms2) => new Promise((r) => setTimeout(r, ms2)));
+  const sleep6 = o2.sleep ?? realSleep;
   let first;
   let next = 0;
   const seq = async () => {
@@ -86037,7 +86037,7 @@ function relayBackend(o2) {
 async function markRelayDone(store, runId, client, retryMs = 5e3) {
   const name = doneName(runId, client);
   const listed3 = await listPatiently(store, name, {
-    sleep: (ms2) => new Promise((r) => setTimeout(r, ms2)),
+    sleep: realSleep,
     pollMs: retryMs
   });
   if (listed3?.includes(name)) return;

@@ -17,6 +17,7 @@ import {
   VERIFIER_CACHE_KEY,
 } from '../../compute/index.js';
 import { errorMessage } from '../../util/index.js';
+import { realSleep } from '../context.js';
 import { VERIFIER_PROGRAMS_DIR } from '../steps/programs.js';
 import {
   ANSWER_LIMITS,
@@ -65,7 +66,7 @@ function isVerifierSession(job: JobSpec): boolean {
 export function relayBackend(o: RelayClientOptions): Backend {
   const pollMs = o.pollMs ?? 5_000;
   const graceMs = o.graceMs ?? 10 * 60_000;
-  const sleep = o.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  const sleep = o.sleep ?? realSleep;
   let first: Promise<number> | undefined;
   let next = 0;
 
@@ -184,7 +185,7 @@ export async function markRelayDone(
   // Said once: the propose phase says it, and the workflow's always-step again for a job that failed first.
   // Unsaid after a hiccup of the store, the serving job would hold the machine until its deadline.
   const listed = await listPatiently(store, name, {
-    sleep: (ms) => new Promise<void>((r) => setTimeout(r, ms)),
+    sleep: realSleep,
     pollMs: retryMs,
   });
   if (listed?.includes(name)) return;

@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RelayStore } from '../../compute/index.js';
 import { errorMessage, type Logger, readPlainFile } from '../../util/index.js';
-import type { LoopContext } from '../context.js';
+import { type LoopContext, realSleep } from '../context.js';
 import { type Platform, parseVerifyCommand, verifierJob } from '../steps/programs.js';
 import {
   answerName,
@@ -64,7 +64,7 @@ const EXTRA_ANSWERS = 8;
 export async function serveToolsRelay(o: ServeOptions): Promise<ServeReport> {
   const { ctx, store } = o;
   const pollMs = o.pollMs ?? 5_000;
-  const sleep = o.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  const sleep = o.sleep ?? realSleep;
   const cfg = ctx.config.agent.tools;
   // Each propose job's share, as its own journal counts it (a search's candidates split the budget):
   // one candidate's agent cannot spend its rivals' sessions.
