@@ -22,6 +22,7 @@
  *
  *   npm run bench:verdict -- [--rounds R] [--sessions S] [--aa N] [--overhead-only]
  *     [--overhead-rounds R] [--overhead-repeats N] [--load N] [--beside CMD] [--skip-before]
+ *     [--repeats N] [--min-time-ms T]
  *   npm run bench:verdict -- --sessions-from bench-out/verdict-sessions
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
@@ -80,6 +81,10 @@ const { values: args } = parseArgs({
     'overhead-rounds': { type: 'string', default: String(N) }, // the longer sessions' rounds
     'overhead-repeats': { type: 'string', default: '1' }, // times the grid of sessions is measured
     'sessions-from': { type: 'string' }, // a folder of kept session documents: their table, nothing timed
+    // Timed calls per round and program in the verifier's sessions, and the time that adds calls to a
+    // cheap program's (the gdn target's bench.repeats and bench.min_time_ms; 0: repeats calls each).
+    repeats: { type: 'string', default: '10' },
+    'min-time-ms': { type: 'string', default: '250' },
   },
 });
 const OVERHEAD_ARMS = [2, 3, 4, 5];
@@ -457,7 +462,9 @@ function main(): void {
         '--rounds',
         String(n),
         '--repeats',
-        '10',
+        String(args.repeats),
+        '--min-time-ms',
+        String(args['min-time-ms']),
         '--warmup',
         '2',
         '--pin-cpu',

@@ -37,8 +37,13 @@ export interface TargetConfig {
   bench: {
     metric: { path: string; direction: Direction; label?: string };
     mfu_path: string;
-    /** Timed calls per round, per arm and program. */
+    /** Timed calls per round, per arm and program (at least; see min_time_ms). */
     repeats: number;
+    /**
+     * More calls per round for a program whose `repeats` calls take less than this, up to 10× `repeats`:
+     * a round's per-call noise averages out over its calls. 0: `repeats` calls.
+     */
+    min_time_ms: number;
     /** Untimed calls per round, per arm and program. */
     warmup: number;
     /** Limit on one verifier session. */

@@ -69,6 +69,10 @@ export interface MetricsTiming {
   /** Untimed calls after compilation. */
   warmup: number;
   repeats: number;
+  /** bench.min_time_ms of the session, where it gave cheap programs more calls than `repeats`. */
+  min_time_ms?: number;
+  /** Timed calls per round of each measurement, where `min_time_ms` set them. */
+  calls?: Record<string, number>;
   /**
    * How `samples_ms` was timed: 'perf_counter+block_until_ready' (wall clock), or
    * 'process_time+block_until_ready (one pinned core)' (CPU time, which other work's preemptions cannot stretch).

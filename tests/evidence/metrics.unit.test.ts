@@ -63,6 +63,8 @@ const COMPLETE: MetricsFile = {
   timing: {
     warmup: 1,
     repeats: 3,
+    min_time_ms: 250,
+    calls: { fwd: 30 },
     clock: 'process_time+block_until_ready (one pinned core)',
     wall_clock: 'perf_counter+block_until_ready',
     compile_ms: { fwd: 10 },

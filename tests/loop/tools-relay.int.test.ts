@@ -225,6 +225,9 @@ describe('the tools relay', () => {
         [good.map((w) => (w === 'cpu' ? 'tpu' : w)), programs],
         // Rounds far beyond any tool's.
         [good.map((w, i) => (good[i - 1] === '--rounds' ? '100000' : w)), programs],
+        // A time per program that makes one session take hours, and a time where the command has none.
+        [good.flatMap((w) => (w === '--compile-cache' ? ['--min-time-ms', '100000', w] : [w])), programs],
+        [good.flatMap((w) => (w === '--compile-cache' ? ['--min-time-ms', '250', w] : [w])), programs],
         // Not a list of words.
         ['rm -rf /', programs],
         // The right command, but a program that is a link to a secret of the serving job.
@@ -262,6 +265,8 @@ describe('the tools relay', () => {
       expect.stringMatching(/--arm "B=..\/..\/..\/etc" is not NAME=/),
       "--platform is not cpu, this machine's",
       '--rounds 100000 is over 10',
+      '--min-time-ms 100000 is over 60000',
+      "the command is not the verifier's, word for word, for this target",
       'request.json has no command (a list of words)',
       expect.stringMatching(/holds what the relay never takes: .*manifest\.json: a symbolic link/),
       'no programs for arm B',

@@ -49776,7 +49776,14 @@ var hillclimb_schema_default = {
               minimum: 1,
               maximum: 1e3,
               default: 10,
-              description: "Timed calls per round, per arm and program."
+              description: "Timed calls per round, per arm and program: the least, see min_time_ms."
+            },
+            min_time_ms: {
+              type: "integer",
+              minimum: 0,
+              maximum: 6e4,
+              default: 250,
+              description: "A program whose repeats calls take less than this many ms (on the slowest arm) gets more calls each round, as many as fit, up to 10 x repeats, the same for every arm and round of the session: a round's per-call noise (a busy or shared machine's) averages out over its calls, and a kernel of a few ms gets them for a fraction of a second. 0: repeats calls each."
             },
             warmup: {
               type: "integer",
@@ -82656,6 +82663,7 @@ function verifyCommand(ctx, o2) {
     String(o2.repeats),
     "--warmup",
     String(o2.warmup),
+    ...o2.mode === "measure" && (o2.minTimeMs ?? 0) > 0 ? ["--min-time-ms", String(o2.minTimeMs)] : [],
     "--compile-cache",
     "{cache}",
     // On a CPU, timings are taken on one core (XLA:CPU's thread pool stalls on a busy machine); a gate
@@ -86381,6 +86389,7 @@ async function pairedSession(env, platform3, programs, o2) {
     arms: ["A", "B"],
     rounds,
     repeats: ctx.target.bench.repeats,
+    minTimeMs: ctx.target.bench.min_time_ms,
     warmup: ctx.target.bench.warmup,
     backend: ctx.backend,
     harness: ev.base.commit,
@@ -87276,6 +87285,7 @@ async function screen(env, draw, commit2, rounds) {
       arms: ["A", "B"],
       rounds,
       repeats: ctx.target.bench.repeats,
+      minTimeMs: ctx.target.bench.min_time_ms,
       warmup: ctx.target.bench.warmup,
       backend: ctx.backend,
       harness: ev.base.commit,

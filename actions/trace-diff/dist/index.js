@@ -39539,7 +39539,14 @@ var hillclimb_schema_default = {
               minimum: 1,
               maximum: 1e3,
               default: 10,
-              description: "Timed calls per round, per arm and program."
+              description: "Timed calls per round, per arm and program: the least, see min_time_ms."
+            },
+            min_time_ms: {
+              type: "integer",
+              minimum: 0,
+              maximum: 6e4,
+              default: 250,
+              description: "A program whose repeats calls take less than this many ms (on the slowest arm) gets more calls each round, as many as fit, up to 10 x repeats, the same for every arm and round of the session: a round's per-call noise (a busy or shared machine's) averages out over its calls, and a kernel of a few ms gets them for a fraction of a second. 0: repeats calls each."
             },
             warmup: {
               type: "integer",

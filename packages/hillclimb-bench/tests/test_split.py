@@ -280,6 +280,48 @@ def test_measure_rounds_hold_one_metrics_document_per_arm(tmp_path: Path) -> Non
     assert len(peaks) == 1
 
 
+def test_min_time_gives_a_cheap_program_more_calls_the_same_for_both_arms(tmp_path: Path) -> None:
+    """The toy's programs take microseconds: 1 s a round asks for more calls than 10x --repeats,
+    so each gets exactly that many, in every round and arm, and the documents say so."""
+    _, a = export(tmp_path, "a")
+    out_b = export_reciprocal(tmp_path)
+    extra = ("--rounds", "2", "--repeats", "3", "--min-time-ms", "1000")
+    done, session = verify(tmp_path, "measure", {"A": a, "B": out_b}, *extra)
+    assert done.returncode == 0, done.stderr
+    assert session is not None
+    for r in session["rounds"]:
+        for arm in ("A", "B"):
+            doc = r[arm]
+            assert schema_errors(doc) == []
+            names = set(doc["measurements"])
+            assert doc["timing"]["calls"] == dict.fromkeys(names, 30)
+            assert doc["timing"]["min_time_ms"] == 1000
+            assert doc["timing"]["repeats"] == 3
+            for m in doc["measurements"].values():
+                assert len(m["samples_ms"]) == 30
+    done, _ = verify(tmp_path, "measure", {"A": a, "B": out_b}, "--min-time-ms", "60001")
+    assert done.returncode == 2
+    assert "--min-time-ms must be in [0, 60000], got 60001" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("repeats", "min_time_ms", "call_ms", "calls"),
+    [
+        (10, 250, 6.6, 38),  # a few-ms kernel: its calls fill the time
+        (10, 250, 50.0, 10),  # a model step: --repeats already takes longer
+        (10, 250, 0.01, 100),  # a microsecond program: ten times --repeats at most
+        (10, 0, 1.0, 10),  # off
+        (3, 250, 0.0, 30),  # a clock that read 0
+    ],
+)
+def test_calls_for_fills_the_time_between_repeats_and_ten_times_it(
+    repeats: int, min_time_ms: int, call_ms: float, calls: int
+) -> None:
+    from hillclimb_bench.verify import calls_for
+
+    assert calls_for(repeats, min_time_ms, call_ms) == calls
+
+
 def test_a_target_that_imports_its_kernel_cannot_verify(tmp_path: Path) -> None:
     _, programs = export(tmp_path, "good")
     where = tree(tmp_path, "leaky-verifier")  # the kernel is present ...

@@ -432,6 +432,7 @@ async function screen(
       arms: ['A', 'B'],
       rounds,
       repeats: ctx.target.bench.repeats,
+      minTimeMs: ctx.target.bench.min_time_ms,
       warmup: ctx.target.bench.warmup,
       backend: ctx.backend,
       harness: ev.base.commit,

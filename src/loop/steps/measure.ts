@@ -323,6 +323,7 @@ export async function pairedSession(
       arms: ['A', 'B'],
       rounds,
       repeats: ctx.target.bench.repeats,
+      minTimeMs: ctx.target.bench.min_time_ms,
       warmup: ctx.target.bench.warmup,
       backend: ctx.backend,
       harness: ev.base.commit,

@@ -278,6 +278,8 @@ export interface VerifyOptions {
   rounds?: number;
   /** Timed calls per round and program (profile: before the traced steps). */
   repeats: number;
+  /** measure: more calls for a program whose `repeats` calls take less (bench.min_time_ms); 0 or absent: none. */
+  minTimeMs?: number;
   warmup: number;
   /** profile: write the trace to {trace}. */
   trace?: boolean;
@@ -308,6 +310,7 @@ export function verifyCommand(ctx: LoopContext, o: VerifyOptions): string[] {
     String(o.repeats),
     '--warmup',
     String(o.warmup),
+    ...(o.mode === 'measure' && (o.minTimeMs ?? 0) > 0 ? ['--min-time-ms', String(o.minTimeMs)] : []),
     '--compile-cache',
     '{cache}',
     // On a CPU, timings are taken on one core (XLA:CPU's thread pool stalls on a busy machine); a gate
@@ -323,7 +326,13 @@ export function verifyCommand(ctx: LoopContext, o: VerifyOptions): string[] {
  * Bounds on a verifier command another job sends (the tools relay): the tools' sessions have one or two
  * arms (a check's, a screen's champion and tree) and at most 10 rounds (`screen`'s own limit).
  */
-export const VERIFY_LIMITS = { arms: 2, rounds: 10, repeats: 10_000, warmup: 1_000 } as const;
+export const VERIFY_LIMITS = {
+  arms: 2,
+  rounds: 10,
+  repeats: 10_000,
+  warmup: 1_000,
+  minTimeMs: 60_000,
+} as const;
 const ARM_NAME = /^[A-Z][A-Za-z0-9]{0,15}$/;
 const MODES: readonly VerifyMode[] = ['gate', 'measure', 'profile'];
 
@@ -361,7 +370,8 @@ export function parseVerifyCommand(
   const rounds = integer('--rounds', VERIFY_LIMITS.rounds);
   const repeats = integer('--repeats', VERIFY_LIMITS.repeats);
   const warmup = integer('--warmup', VERIFY_LIMITS.warmup);
-  for (const n of [draw, rounds, repeats, warmup]) if (typeof n === 'string') return n;
+  const minTimeMs = own.includes('--min-time-ms') ? integer('--min-time-ms', VERIFY_LIMITS.minTimeMs) : 0;
+  for (const n of [draw, rounds, repeats, warmup, minTimeMs]) if (typeof n === 'string') return n;
   const arms: string[] = [];
   for (let i = 0; i < own.length; i++) {
     if (own[i] !== '--arm') continue;
@@ -381,6 +391,7 @@ export function parseVerifyCommand(
     rounds: rounds as number,
     repeats: repeats as number,
     warmup: warmup as number,
+    ...(minTimeMs !== 0 ? { minTimeMs: minTimeMs as number } : {}),
     ...(own.includes('--trace') ? { trace: true } : {}),
   };
   const rebuilt = verifyCommand(ctx, opts);

@@ -170,6 +170,7 @@ export async function screenTogether(
       arms: ['A', ...live.map((l) => l.arm)],
       rounds,
       repeats: ctx.target.bench.repeats,
+      minTimeMs: ctx.target.bench.min_time_ms,
       warmup: ctx.target.bench.warmup,
       backend: ctx.backend,
       harness: lead.ev.base.commit,

@@ -3,7 +3,7 @@
     python -E -s -m harness.programs requests --draw N --out FILE [-- args]
     python -m harness.programs export --platform cpu --requests FILE --out DIR [-- args]
     python -E -s -m harness.programs verify --mode gate|measure|profile --platform cpu --draw N \
-        --arm A=DIR [--arm B=DIR] --out FILE [--rounds R --repeats N --warmup W --trace DIR ...]
+        --arm A=DIR [--arm B=DIR] --out FILE [--rounds R --repeats N --warmup W --min-time-ms T --trace DIR ...]
 
 The export imports the candidate's ``toy.kernel`` and writes its *program*: the factor ``compute``
 applies (found by calling it, the way jax.export traces a function) and the delay of one call. The
@@ -290,6 +290,8 @@ def main(argv) -> int:
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--warmup", type=int, default=1)
+    # Accepted as hillclimb-bench's verifier does; the toy's calls are counted by --repeats alone.
+    p.add_argument("--min-time-ms", type=int, default=0)
     p.add_argument("--compile-cache")
     p.add_argument("--pin-cpu", action="store_true")
     p.add_argument("--trace")

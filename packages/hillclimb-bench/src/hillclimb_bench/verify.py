@@ -79,6 +79,9 @@ class Arm:
 
 #: Candidates one screening session may time beside the champion (``search.candidates`` ≤ 8).
 MAX_SCREEN_CANDIDATES = 8
+#: ``--min-time-ms`` adds calls up to this many times ``--repeats`` (a bound on a session's length).
+MAX_CALLS_FACTOR = 10
+MAX_MIN_TIME_MS = 60_000
 
 
 def parse(argv: Sequence[str], prog: str) -> argparse.Namespace:
@@ -91,6 +94,13 @@ def parse(argv: Sequence[str], prog: str) -> argparse.Namespace:
     p.add_argument("--rounds", type=int, default=5, help="measure: timed rounds per arm")
     p.add_argument("--repeats", type=int, default=10, help="timed calls per round and program")
     p.add_argument("--warmup", type=int, default=2, help="untimed calls per round and program")
+    p.add_argument(
+        "--min-time-ms",
+        type=int,
+        default=0,
+        help="measure: more calls per round for a program whose --repeats calls take less than "
+        f"this (at most {MAX_CALLS_FACTOR}x --repeats); 0: --repeats calls",
+    )
     p.add_argument("--seed", type=int, default=None, help="input seed, to reproduce a session")
     p.add_argument("--trace", type=Path, default=None, help="profile: trace directory")
     p.add_argument("--pin-cpu", action="store_true", help="one core (XLA:CPU single-threaded)")
@@ -114,6 +124,8 @@ def parse(argv: Sequence[str], prog: str) -> argparse.Namespace:
             raise UsageError(f"--mode {args.mode} takes 1 --arm, got {len(arms)}")
     if args.rounds < 1 or args.repeats < 1 or args.warmup < 0:
         raise UsageError("need --rounds >= 1, --repeats >= 1, --warmup >= 0")
+    if not 0 <= args.min_time_ms <= MAX_MIN_TIME_MS:
+        raise UsageError(f"--min-time-ms must be in [0, {MAX_MIN_TIME_MS}], got {args.min_time_ms}")
     if args.seed is not None and not 0 <= args.seed <= MAX_SEED:
         raise UsageError(f"--seed must be in [0, 2^53), got {args.seed}")
     if args.mode == "profile" and args.trace is None:
@@ -351,6 +363,11 @@ def measure(
     import jax
 
     rng = np.random.default_rng([seed, 0x71AE])
+    try:
+        calls = calls_per_round(arms, wanted, args, pinned)
+    except ProgramCallError as e:
+        next(a for a in arms if a.name == e.arm).failure = str(e)
+        return []
     samples: list[dict[str, dict[str, ArmTimes]]] = []
     firsts: list[str] = []
     compared: list[dict[str, int]] = []
@@ -370,7 +387,7 @@ def measure(
             keep = {
                 a.name: set(
                     checks.spot_check_indices(
-                        args.repeats, output_bytes(a.compiled[key]), rng, budget=SPOT_CHECK_BYTES
+                        calls[key], output_bytes(a.compiled[key]), rng, budget=SPOT_CHECK_BYTES
                     )
                 )
                 for a in arms
@@ -380,7 +397,7 @@ def measure(
                     key,
                     {a.name: a.compiled[key] for a in order},
                     {a.name: [s for _, s in verified[a.name].sets] for a in arms},
-                    repeats=args.repeats,
+                    repeats=calls[key],
                     warmup=args.warmup,
                     block=jax.block_until_ready,
                     keep=keep,
@@ -397,7 +414,7 @@ def measure(
                         v.outputs,
                         labels=[label for label, _ in v.sets],
                         names=v.names,
-                        repeats=args.repeats,
+                        repeats=calls[key],
                     )
                 except VerificationError as e:
                     a.failure = str(e)  # timing ends: this arm computed something else
@@ -422,6 +439,7 @@ def measure(
                 compared=counts[a.name],
                 session={"round": r + 1, "rounds": args.rounds, "arm": a.name, "first": first},
                 pinned=pinned,
+                calls={request.name: calls[request.key] for request in wanted},
             )
         rounds.append(entry)
     return rounds
@@ -519,8 +537,10 @@ def metrics_doc(
     compared: int,
     session: dict[str, Any],
     pinned: int | None,
+    calls: dict[str, int] | None = None,
 ) -> dict[str, Any]:
-    """One arm's metrics for one round (``schemas/metrics.schema.json``)."""
+    """One arm's metrics for one round (``schemas/metrics.schema.json``); ``calls``: the timed
+    calls of each program where ``--min-time-ms`` set them (``--repeats`` each otherwise)."""
     import jax
 
     measurements = {}
@@ -580,6 +600,11 @@ def metrics_doc(
         "timing": {
             "warmup": args.warmup,
             "repeats": args.repeats,
+            **(
+                {"min_time_ms": args.min_time_ms, "calls": calls}
+                if calls is not None and args.min_time_ms > 0
+                else {}
+            ),
             **metrics.clock_names(decisive_clock(args, pinned)),
             "compile_ms": {r.name: round(arm.compile_ms.get(r.key, 0.0), 3) for r in wanted},
         },
@@ -602,6 +627,44 @@ def metrics_doc(
     }
     doc.update(extra)
     return doc
+
+
+def calls_per_round(
+    arms: Sequence[Arm], wanted: Sequence[Request], args: argparse.Namespace, pinned: int | None
+) -> dict[str, int]:
+    """Timed calls per round of each program, the same for every arm and round of the session:
+    ``--repeats``, or with ``--min-time-ms`` as many as the slowest arm's calls fit in that time,
+    at most ``MAX_CALLS_FACTOR`` times ``--repeats``. A round's per-call noise averages out over
+    its calls: cheap programs (a kernel of a few ms) get many, an expensive one (a model step) keeps
+    ``--repeats``. Each arm's program is timed twice first, after a warm-up call, on the verdict's
+    clock; the slowest arm sets the count, so no arm can make the session longer than the
+    budget by being fast, and a slow one only costs itself calls."""
+    import jax
+
+    if args.min_time_ms <= 0:
+        return {request.key: args.repeats for request in wanted}
+    clock = decisive_clock(args, pinned)
+    calls: dict[str, int] = {}
+    for request in wanted:
+        times, _ = time_interleaved(
+            request.key,
+            {a.name: a.compiled[request.key] for a in arms},
+            {a.name: [s for _, s in a.verified[request.key].sets] for a in arms},
+            repeats=2,
+            warmup=1,
+            block=jax.block_until_ready,
+            keep={a.name: set() for a in arms},
+        )
+        slowest = max(min(times[a.name].on(clock)) for a in arms)
+        calls[request.key] = calls_for(args.repeats, args.min_time_ms, slowest)
+    return calls
+
+
+def calls_for(repeats: int, min_time_ms: int, call_ms: float) -> int:
+    """Calls of ``call_ms`` each that fill ``min_time_ms``: at least ``repeats``, at most
+    ``MAX_CALLS_FACTOR`` times that."""
+    fill = int(np.ceil(min_time_ms / max(call_ms, 1e-6)))
+    return min(repeats * MAX_CALLS_FACTOR, max(repeats, fill))
 
 
 def timed_arms(arms: Sequence[str]) -> str:
