@@ -69,17 +69,19 @@ export function overheadArmRounds(fit: SessionCostFit, arms: number): number {
 
 /**
  * The CPU-time fit of `npm run bench:verdict -- --overhead-only` on the gdn tiny target (tiny kernel and
- * model, CPU, Pallas interpret mode, the verifier pinned to one core), three runs pooled: 40 sessions
- * of 2–5 arms at 1 and 5 rounds, 2026-12-07 on the 2-core dev VM at load 1.1–3.7, RMS residual 0.55 s
- * (the runs alone: 2.05 + 1.29·arms + 0.398·arms·rounds, 2.53 + 1.09·arms + 0.397·arms·rounds and
- * 4.53 + 0.69·arms + 0.385·arms·rounds; the wall pooled: 2.85 + 1.06·arms + 0.411·arms·rounds).
- * bench:search takes it as the sessions' real overhead: 6.23 arm-rounds per arm for 2 arms, 4.49 for 4.
- * (A run at load 2.6–6.0 fitted 4.22 + 0.82·arms + 0.467·arms·rounds on CPU time: 6.26 and 4.01;
- * README, "Seconds per verdict".)
+ * model, CPU, Pallas interpret mode, the verifier pinned to one core) at the target's
+ * `bench.min_time_ms` of 1000 (100 calls of the kernel's programs a round, 20 of the model step): 8
+ * sessions of 2–5 arms at 1 and 5 rounds, 2026-12-07 on the 2-core dev VM at load 1.1–1.3, RMS residual
+ * 2.2 s (the wall's: 6.22 + 1.78·arms + 2.122·arms·rounds). bench:search takes it as the sessions' real
+ * overhead: 2.33 arm-rounds per arm for 2 arms, 1.43 for 5. A round of 10 calls of every program
+ * (`min_time_ms` 0) costs a fifth as much, so the same start is more of them: 40 sessions pooled at load
+ * 1.1–3.7 fitted 2.74 + 1.09·arms + 0.395·arms·rounds, 6.23 arm-rounds per arm for 2 arms, 4.15 for 5
+ * (README, "Seconds per verdict").
  */
 export const MEASURED_SHARED_SESSION: SessionCostFit & { source: string } = {
-  fixedSeconds: 2.74,
-  perArmSeconds: 1.09,
-  perArmRoundSeconds: 0.395,
-  source: 'bench:verdict --overhead-only, CPU time of 40 sessions at load 1.1–3.7, 2026-12-07',
+  fixedSeconds: 6.39,
+  perArmSeconds: 1.75,
+  perArmRoundSeconds: 2.121,
+  source:
+    'bench:verdict --overhead-only at min_time_ms 1000, CPU time of 8 sessions at load 1.1–1.3, 2026-12-07',
 };

@@ -84,7 +84,7 @@ const { values: args } = parseArgs({
     // Timed calls per round and program in the verifier's sessions, and the time that adds calls to a
     // cheap program's (the gdn target's bench.repeats and bench.min_time_ms; 0: repeats calls each).
     repeats: { type: 'string', default: '10' },
-    'min-time-ms': { type: 'string', default: '250' },
+    'min-time-ms': { type: 'string', default: '1000' },
   },
 });
 const OVERHEAD_ARMS = [2, 3, 4, 5];

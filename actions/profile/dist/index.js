@@ -49774,7 +49774,7 @@ var hillclimb_schema_default = {
               type: "integer",
               minimum: 0,
               maximum: 6e4,
-              default: 250,
+              default: 1e3,
               description: "A program whose repeats calls take less than this many ms (on the slowest arm) gets more calls each round, as many as fit, up to 10 x repeats, the same for every arm and round of the session: a round's per-call noise (a busy or shared machine's) averages out over its calls, and a kernel of a few ms gets them for a fraction of a second. 0: repeats calls each."
             },
             warmup: {
