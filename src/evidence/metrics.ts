@@ -389,6 +389,7 @@ export function comparabilityProblems(a: MetricsFile, b: MetricsFile): string[] 
     ['device.interpret', a.device.interpret, b.device.interpret],
     ['timing.warmup', a.timing.warmup, b.timing.warmup],
     ['timing.repeats', a.timing.repeats, b.timing.repeats],
+    ['timing.min_time_ms', a.timing.min_time_ms ?? null, b.timing.min_time_ms ?? null],
     ['timing.clock', a.timing.clock, b.timing.clock],
     // The model level: the same model, or none on both sides.
     ['model.preset', a.model?.preset ?? null, b.model?.preset ?? null],

@@ -61361,6 +61361,7 @@ function comparabilityProblems(a2, b) {
     ["device.interpret", a2.device.interpret, b.device.interpret],
     ["timing.warmup", a2.timing.warmup, b.timing.warmup],
     ["timing.repeats", a2.timing.repeats, b.timing.repeats],
+    ["timing.min_time_ms", a2.timing.min_time_ms ?? null, b.timing.min_time_ms ?? null],
     ["timing.clock", a2.timing.clock, b.timing.clock],
     // The model level: the same model, or none on both sides.
     ["model.preset", a2.model?.preset ?? null, b.model?.preset ?? null],

@@ -282,7 +282,8 @@ def test_measure_rounds_hold_one_metrics_document_per_arm(tmp_path: Path) -> Non
 
 def test_min_time_gives_a_cheap_program_more_calls_the_same_for_both_arms(tmp_path: Path) -> None:
     """The toy's programs take microseconds: 1 s a round asks for more calls than 10x --repeats,
-    so each gets exactly that many, in every round and arm, and the documents say so."""
+    so each gets exactly that many, in every round and arm, and the documents say so; the outputs
+    kept for the spot checks stay at --repeats calls' worth, spread over the 30."""
     _, a = export(tmp_path, "a")
     out_b = export_reciprocal(tmp_path)
     extra = ("--rounds", "2", "--repeats", "3", "--min-time-ms", "1000")
@@ -299,6 +300,8 @@ def test_min_time_gives_a_cheap_program_more_calls_the_same_for_both_arms(tmp_pa
             assert doc["timing"]["repeats"] == 3
             for m in doc["measurements"].values():
                 assert len(m["samples_ms"]) == 30
+            # Outputs kept for the spot checks: no more than --repeats calls' worth, as before.
+            assert doc["verification"]["timed_outputs_compared"] == 3 * len(names)
     done, _ = verify(tmp_path, "measure", {"A": a, "B": out_b}, "--min-time-ms", "60001")
     assert done.returncode == 2
     assert "--min-time-ms must be in [0, 60000], got 60001" in done.stderr

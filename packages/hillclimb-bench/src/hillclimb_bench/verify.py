@@ -387,7 +387,12 @@ def measure(
             keep = {
                 a.name: set(
                     checks.spot_check_indices(
-                        calls[key], output_bytes(a.compiled[key]), rng, budget=SPOT_CHECK_BYTES
+                        calls[key],
+                        output_bytes(a.compiled[key]),
+                        rng,
+                        # No more kept on the device than --repeats calls were: more calls a round
+                        # spread the same checks over them.
+                        budget=min(SPOT_CHECK_BYTES, args.repeats * output_bytes(a.compiled[key])),
                     )
                 )
                 for a in arms
@@ -636,9 +641,11 @@ def calls_per_round(
     ``--repeats``, or with ``--min-time-ms`` as many as the slowest arm's calls fit in that time,
     at most ``MAX_CALLS_FACTOR`` times ``--repeats``. A round's per-call noise averages out over
     its calls: cheap programs (a kernel of a few ms) get many, an expensive one (a model step) keeps
-    ``--repeats``. Each arm's program is timed twice first, after a warm-up call, on the verdict's
-    clock; the slowest arm sets the count, so no arm can make the session longer than the
-    budget by being fast, and a slow one only costs itself calls."""
+    ``--repeats``. Each arm's program is first called twice on every input set (after a warm-up
+    call), on the verdict's clock; its cost per call is the mean over the sets of each set's faster
+    call, as a round's calls cycle through them, so a program that is fast on one set only cannot
+    take more calls than fit. The slowest arm sets the count: no arm can make the session longer
+    than the budget by being fast, and a slow one only costs itself calls."""
     import jax
 
     if args.min_time_ms <= 0:
@@ -646,16 +653,21 @@ def calls_per_round(
     clock = decisive_clock(args, pinned)
     calls: dict[str, int] = {}
     for request in wanted:
+        sets = len(arms[0].verified[request.key].sets)
         times, _ = time_interleaved(
             request.key,
             {a.name: a.compiled[request.key] for a in arms},
             {a.name: [s for _, s in a.verified[request.key].sets] for a in arms},
-            repeats=2,
+            repeats=2 * sets,
             warmup=1,
             block=jax.block_until_ready,
             keep={a.name: set() for a in arms},
         )
-        slowest = max(min(times[a.name].on(clock)) for a in arms)
+
+        def per_call(ms: list[float], sets: int = sets) -> float:
+            return float(np.mean([min(ms[i], ms[i + sets]) for i in range(sets)]))
+
+        slowest = max(per_call(times[a.name].on(clock)) for a in arms)
         calls[request.key] = calls_for(args.repeats, args.min_time_ms, slowest)
     return calls
 
