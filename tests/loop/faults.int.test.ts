@@ -196,6 +196,42 @@ describe('a champion whose target module fails on its own', () => {
   }, 120_000);
 });
 
+describe('a target module whose verifier is older than this hillclimb', () => {
+  const t = tempDir('hc-faults-older-bench-');
+  afterAll(t.cleanup);
+
+  it('stops the run at the first measurement with a hint that names the upgrade and the key, with no retry', async () => {
+    const repo = join(t.dir, 'older');
+    makeToyRepo(repo);
+    // A verifier from before bench.min_time_ms: argparse refuses the flag, as an older hillclimb-bench does.
+    const programs = join(repo, 'harness', 'programs.py');
+    const text = readFileSync(programs, 'utf8');
+    const flag = '    p.add_argument("--min-time-ms", type=int, default=0)\n';
+    expect(text).toContain(flag);
+    writeFileSync(programs, text.replace(flag, ''));
+    gitIn(repo, 'commit', '-qam', 'the verifier of an older hillclimb-bench');
+    const waits: number[] = [];
+    const err = await runLoop({
+      configFile: join(repo, 'hillclimb.yml'),
+      logger: memoryLogger(),
+      sleep: async (ms: number) => {
+        waits.push(ms);
+      },
+      overrides: { 'loop.iterations': 1 },
+    }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(HillclimbError);
+    const e = err as HillclimbError;
+    expect(e.name, String(err)).toBe('ChampionFailure');
+    expect(e.message).toMatch(
+      /^the verifier exited 2 without a session: .*unrecognized arguments: --min-time-ms 1000/,
+    );
+    expect(e.hint).toContain("the target module's verifier does not take --min-time-ms");
+    expect(e.hint).toContain('Run hillclimb setup');
+    expect(e.hint).toContain('set targets.toy.bench.min_time_ms: 0 in hillclimb.yml');
+    expect(waits).toEqual([]); // never retried
+  }, 120_000);
+});
+
 describe('agent infrastructure failures are retried', () => {
   const t = tempDir('hc-faults-retry-');
   afterAll(t.cleanup);

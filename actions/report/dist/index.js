@@ -82535,6 +82535,13 @@ function entryPointMissing(log, module2) {
     "m"
   ).test(log);
 }
+function refusedFlag(log) {
+  return /unrecognized arguments: (--[A-Za-z0-9][\w-]*)/.exec(log)?.[1];
+}
+function olderBenchHint(flag2, facts) {
+  const keep = flag2 === "--min-time-ms" ? `, or set targets.${facts.target}.bench.min_time_ms: 0 in hillclimb.yml to keep that release for now` : "";
+  return `the target module's verifier does not take ${flag2}, which this hillclimb sends: the hillclimb-bench in .venv is older than this hillclimb. Run hillclimb setup (a bare hillclimb-bench line in ${facts.requirements} installs the copy inside this hillclimb); a line with a source (@ git+\u2026@<sha>, or a path) installs what it names: move it to this hillclimb's commit${keep}`;
+}
 function entryPointHint(log, facts) {
   if (!entryPointMissing(log, facts.module)) return void 0;
   const key = `targets.${facts.target}.programs.module`;
@@ -82703,6 +82710,10 @@ async function removeExportTree(ctx, path6) {
 }
 function placeRequestFile(root, plan) {
   writeRequestFile(root, plan);
+}
+function timedCalls(ctx) {
+  const { repeats, min_time_ms, warmup } = ctx.target.bench;
+  return { repeats, minTimeMs: min_time_ms, warmup };
 }
 function verifyCommand(ctx, o2) {
   const p = ctx.target.programs;
@@ -82918,6 +82929,12 @@ async function runVerifier(ctx, ev, o2) {
   if (result.exitCode !== 0 || !existsSync17(o2.sessionFile)) {
     const why = `the verifier exited ${result.exitCode} without a session: ${lastErrorLine(o2.logFile) ?? `see ${log}`}`;
     const text3 = readLog(o2.logFile);
+    const flag2 = result.exitCode === 2 ? refusedFlag(text3) : void 0;
+    if (flag2 !== void 0) {
+      throw new ChampionFailure(why, {
+        hint: `${olderBenchHint(flag2, { target: ctx.target.name, requirements: ctx.config.paths.requirements })} (the whole log: ${o2.logFile})`
+      });
+    }
     if (kernelLoadedInVerifier(text3) || isProgramError(text3) && missingModule(text3) !== void 0) {
       const mistake = await mistakeHint(ctx, "verify", text3, o2.harness);
       throw new ChampionFailure(why, {
@@ -86454,9 +86471,7 @@ async function pairedSession(env, platform3, programs, o2) {
     draw: iterationDraw(ev),
     arms: ["A", "B"],
     rounds,
-    repeats: ctx.target.bench.repeats,
-    minTimeMs: ctx.target.bench.min_time_ms,
-    warmup: ctx.target.bench.warmup,
+    ...timedCalls(ctx),
     backend: ctx.backend,
     harness: ev.base.commit,
     programs: arms,
@@ -87350,9 +87365,7 @@ async function screen(env, draw, commit2, rounds) {
       draw: plan.draw,
       arms: ["A", "B"],
       rounds,
-      repeats: ctx.target.bench.repeats,
-      minTimeMs: ctx.target.bench.min_time_ms,
-      warmup: ctx.target.bench.warmup,
+      ...timedCalls(ctx),
       backend: ctx.backend,
       harness: ev.base.commit,
       programs: { A: champion.dir, B: dir },
@@ -88958,9 +88971,7 @@ async function screenTogether(envs, platform3, session2 = {}) {
       draw: iterationDraw(lead.ev),
       arms: ["A", ...live.map((l) => l.arm)],
       rounds,
-      repeats: ctx.target.bench.repeats,
-      minTimeMs: ctx.target.bench.min_time_ms,
-      warmup: ctx.target.bench.warmup,
+      ...timedCalls(ctx),
       backend: ctx.backend,
       harness: lead.ev.base.commit,
       programs: Object.fromEntries([["A", live[0].programs.A], ...live.map((l) => [l.arm, l.programs.B])]),

@@ -46,6 +46,7 @@ import {
   requestPlan,
   runGateSession,
   runVerifier,
+  timedCalls,
   VerifierFailed,
   type VerifierRun,
 } from './programs.js';
@@ -431,9 +432,7 @@ async function screen(
       draw: plan.draw,
       arms: ['A', 'B'],
       rounds,
-      repeats: ctx.target.bench.repeats,
-      minTimeMs: ctx.target.bench.min_time_ms,
-      warmup: ctx.target.bench.warmup,
+      ...timedCalls(ctx),
       backend: ctx.backend,
       harness: ev.base.commit,
       programs: { A: champion.dir, B: dir },

@@ -44,6 +44,8 @@ import {
   kernelLoadedInVerifier,
   missingModule,
   noStepHint,
+  olderBenchHint,
+  refusedFlag,
   type TargetFacts,
   type TargetProcess,
   targetModuleHint,
@@ -283,6 +285,15 @@ export interface VerifyOptions {
   warmup: number;
   /** profile: write the trace to {trace}. */
   trace?: boolean;
+}
+
+/**
+ * The calls of a timed session, from the target's bench: every session that times (a measurement, the
+ * shared screen, the agent's `screen` tool) takes them from here, so all of them time alike.
+ */
+export function timedCalls(ctx: LoopContext): Pick<VerifyOptions, 'repeats' | 'minTimeMs' | 'warmup'> {
+  const { repeats, min_time_ms, warmup } = ctx.target.bench;
+  return { repeats, minTimeMs: min_time_ms, warmup };
 }
 
 export function verifyCommand(ctx: LoopContext, o: VerifyOptions): string[] {
@@ -709,6 +720,14 @@ export async function runVerifier(
     // The verifier runs the harness's tree alone: the kernel loaded there, or a module it cannot
     // import, is the target module's mistake, the same on every try.
     const text = readLog(o.logFile);
+    // Exit 2 is a usage refusal, given before any program is loaded: a flag this hillclimb sends that the
+    // verifier does not know fails the same way on every try, with or without a candidate.
+    const flag = result.exitCode === 2 ? refusedFlag(text) : undefined;
+    if (flag !== undefined) {
+      throw new ChampionFailure(why, {
+        hint: `${olderBenchHint(flag, { target: ctx.target.name, requirements: ctx.config.paths.requirements })} (the whole log: ${o.logFile})`,
+      });
+    }
     if (kernelLoadedInVerifier(text) || (isProgramError(text) && missingModule(text) !== undefined)) {
       const mistake = await mistakeHint(ctx, 'verify', text, o.harness);
       throw new ChampionFailure(why, {

@@ -17,7 +17,14 @@ import { errorMessage } from '../../util/index.js';
 import { iterationDirName } from '../state/bundle.js';
 import { Interrupted } from './failures.js';
 import { type ArmPrograms, armPrograms, candidateVerdict, pairedSession } from './measure.js';
-import { iterationDraw, type Platform, ProgramFiles, runVerifier, type VerifierRun } from './programs.js';
+import {
+  iterationDraw,
+  type Platform,
+  ProgramFiles,
+  runVerifier,
+  timedCalls,
+  type VerifierRun,
+} from './programs.js';
 import type { StepEnv, StepResult } from './step.js';
 
 /**
@@ -169,9 +176,7 @@ export async function screenTogether(
       draw: iterationDraw(lead.ev),
       arms: ['A', ...live.map((l) => l.arm)],
       rounds,
-      repeats: ctx.target.bench.repeats,
-      minTimeMs: ctx.target.bench.min_time_ms,
-      warmup: ctx.target.bench.warmup,
+      ...timedCalls(ctx),
       backend: ctx.backend,
       harness: lead.ev.base.commit,
       programs: Object.fromEntries([['A', live[0]!.programs.A], ...live.map((l) => [l.arm, l.programs.B])]),

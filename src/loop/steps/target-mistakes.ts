@@ -9,7 +9,9 @@
  * - the kernel under a folder the export does not put on sys.path → the target's `source_roots`;
  * - a package neither in the tree nor installed → paths.requirements;
  * - an entry point Python cannot find (`programs.module` names no module of the tree), or a module that
- *   runs no step (no `hb.cli(TARGET)` at its end) → programs.module, or the module's last lines.
+ *   runs no step (no `hb.cli(TARGET)` at its end) → programs.module, or the module's last lines;
+ * - a verifier that refuses a flag this hillclimb sends (a hillclimb-bench older than it) → hillclimb
+ *   setup, or the requirement line's pin.
  */
 
 /** The target module's documented shape, quoted by every hint. */
@@ -114,6 +116,28 @@ export function entryPointMissing(log: string, module: string): boolean {
     `: (?:No module named ${name}(?:\\.__main__;|$)|Error while finding module specification for '${name}')`,
     'm',
   ).test(log);
+}
+
+/**
+ * The first flag a verifier refused as unknown (argparse's `unrecognized arguments: --x 1 ...`, as
+ * hillclimb-bench prints it after `verify:` and plain argparse after its usage line), if any. The
+ * refusal comes from parsing the command line, before any program is loaded.
+ */
+export function refusedFlag(log: string): string | undefined {
+  return /unrecognized arguments: (--[A-Za-z0-9][\w-]*)/.exec(log)?.[1];
+}
+
+/** The hint for a verifier that does not know a flag this hillclimb sends: its hillclimb-bench is older. */
+export function olderBenchHint(flag: string, facts: Pick<TargetFacts, 'target' | 'requirements'>): string {
+  const keep =
+    flag === '--min-time-ms'
+      ? `, or set targets.${facts.target}.bench.min_time_ms: 0 in hillclimb.yml to keep that release for now`
+      : '';
+  return (
+    `the target module's verifier does not take ${flag}, which this hillclimb sends: the hillclimb-bench in .venv is older than this hillclimb. ` +
+    `Run hillclimb setup (a bare hillclimb-bench line in ${facts.requirements} installs the copy inside this hillclimb); ` +
+    `a line with a source (@ git+…@<sha>, or a path) installs what it names: move it to this hillclimb's commit${keep}`
+  );
 }
 
 /** The hint for an entry point Python cannot find, with the tree's nearest module when there is one. */

@@ -5,6 +5,8 @@ import {
   folderHolding,
   moduleFile,
   noStepHint,
+  olderBenchHint,
+  refusedFlag,
   targetModuleHint,
   verificationHint,
 } from '../../../src/loop/steps/target-mistakes.js';
@@ -124,5 +126,33 @@ describe('isExportMistake: the export’s own refusals that no retry fixes', () 
     'export: failed: the kernel asked to crash',
   ])('not: %s', (line) => {
     expect(isExportMistake(line)).toBe(false);
+  });
+});
+
+describe('refusedFlag: a verifier older than the flags this hillclimb sends', () => {
+  it('finds the first unknown flag in hillclimb-bench’s refusal and in plain argparse’s', () => {
+    expect(refusedFlag('verify: unrecognized arguments: --min-time-ms 1000\n')).toBe('--min-time-ms');
+    const argparse =
+      'usage: programs.py [-h] --platform PLATFORM\nprograms.py: error: unrecognized arguments: --pin-cpu --min-time-ms 250\n';
+    expect(refusedFlag(argparse)).toBe('--pin-cpu');
+  });
+
+  it.each([
+    'verify: --min-time-ms must be in [0, 60000], got 70000',
+    'verify: cannot vouch for this session: the code under test is loaded in the verifier (mypkg)',
+    'unrecognized arguments: 1000',
+    '',
+  ])('none in: %s', (log) => {
+    expect(refusedFlag(log)).toBeUndefined();
+  });
+
+  it('the hint names setup, the requirements file, the pin, and the key that keeps the older release', () => {
+    const hint = olderBenchHint('--min-time-ms', facts);
+    expect(hint).toContain("the target module's verifier does not take --min-time-ms");
+    expect(hint).toContain('Run hillclimb setup (a bare hillclimb-bench line in requirements.txt');
+    expect(hint).toContain("move it to this hillclimb's commit");
+    expect(hint).toContain('set targets.scale.bench.min_time_ms: 0 in hillclimb.yml');
+    // Another flag has no key to turn it off: only the upgrade is named.
+    expect(olderBenchHint('--pin-cpu', facts)).not.toContain('min_time_ms');
   });
 });

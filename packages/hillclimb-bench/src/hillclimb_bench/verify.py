@@ -368,6 +368,13 @@ def measure(
     except ProgramCallError as e:
         next(a for a in arms if a.name == e.arm).failure = str(e)
         return []
+    # Bytes of one call's outputs, and the spot checks' budget: no more kept on the device than
+    # --repeats calls were, so more calls a round spread the same checks over them.
+    sizes = {a.name: {r.key: output_bytes(a.compiled[r.key]) for r in wanted} for a in arms}
+    budgets = {
+        name: {key: min(SPOT_CHECK_BYTES, args.repeats * size) for key, size in by_key.items()}
+        for name, by_key in sizes.items()
+    }
     samples: list[dict[str, dict[str, ArmTimes]]] = []
     firsts: list[str] = []
     compared: list[dict[str, int]] = []
@@ -387,12 +394,7 @@ def measure(
             keep = {
                 a.name: set(
                     checks.spot_check_indices(
-                        calls[key],
-                        output_bytes(a.compiled[key]),
-                        rng,
-                        # No more kept on the device than --repeats calls were: more calls a round
-                        # spread the same checks over them.
-                        budget=min(SPOT_CHECK_BYTES, args.repeats * output_bytes(a.compiled[key])),
+                        calls[key], sizes[a.name][key], rng, budget=budgets[a.name][key]
                     )
                 )
                 for a in arms
