@@ -19,7 +19,7 @@
  * What it does not do: limit CPU or memory (the caller's timeouts do), or filter system calls. Files
  * under the read-only system directories that the user running hillclimb can read stay readable.
  */
-import { mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { lstatSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { run } from './exec.js';
@@ -179,17 +179,37 @@ export function sandboxWasReady(readyFile: string): boolean {
 let stage: string | undefined;
 
 /**
- * Where the init mounts the new root: a fresh folder of this process's own (mkdtemp, so no other user
- * can have made it first), the same for every sandbox it starts (each mounts in its own namespace; the
- * folder itself stays empty), removed when the process exits.
+ * Where the init mounts the new root: one folder per user (`hillclimb-sandbox-<uid>` in the temp
+ * folder), the same for every sandbox (each mounts in its own namespace; the folder itself stays
+ * empty), kept for the next process rather than made one per process: a test worker its pool kills
+ * never runs its exit handlers, and left one behind each time. Taken only when it is a folder of this
+ * user's that nobody else can write (another user cannot have made it first: /tmp's sticky bit keeps
+ * it ours once checked); else a fresh one (mkdtemp), removed when the process exits.
  */
 function stageDir(): string {
   if (stage === undefined) {
-    const dir = mkdtempSync(join(tmpdir(), 'hillclimb-sandbox-'));
-    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
-    stage = dir;
+    stage = sharedStageDir(tmpdir());
+    if (stage === undefined) {
+      const dir = mkdtempSync(join(tmpdir(), 'hillclimb-sandbox-'));
+      process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+      stage = dir;
+    }
   }
   return stage;
+}
+
+/** The user's own stage folder under `tmp`, made if missing; undefined when it is not safely ours. */
+export function sharedStageDir(tmp: string): string | undefined {
+  const uid = process.getuid?.();
+  if (uid === undefined) return undefined;
+  const dir = join(tmp, `hillclimb-sandbox-${uid}`);
+  try {
+    mkdirSync(dir, { mode: 0o700 });
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') return undefined;
+  }
+  const st = lstatSync(dir, { throwIfNoEntry: false });
+  return st?.isDirectory() && st.uid === uid && (st.mode & 0o022) === 0 ? dir : undefined;
 }
 
 /** Paths the init script can pass through mountinfo unambiguously. */

@@ -50574,7 +50574,7 @@ function setPath(data, keyPath, value2) {
 
 // src/loop/steps/champion-programs.ts
 import { createHash as createHash10 } from "node:crypto";
-import { cpSync as cpSync2, existsSync as existsSync18, mkdirSync as mkdirSync17, readdirSync as readdirSync12, readFileSync as readFileSync23, rmSync as rmSync17 } from "node:fs";
+import { cpSync as cpSync2, existsSync as existsSync18, mkdirSync as mkdirSync18, readdirSync as readdirSync12, readFileSync as readFileSync23, rmSync as rmSync17 } from "node:fs";
 import { join as join29, relative as relative6 } from "node:path";
 
 // src/workspace/agent-tree.ts
@@ -50910,7 +50910,7 @@ function normalise(line) {
 
 // src/workspace/git.ts
 import { createHash as createHash4 } from "node:crypto";
-import { closeSync as closeSync5, mkdirSync as mkdirSync7, mkdtempSync as mkdtempSync2, openSync as openSync5, readSync as readSync3, rmSync as rmSync4, writeFileSync as writeFileSync5 } from "node:fs";
+import { closeSync as closeSync5, mkdirSync as mkdirSync8, mkdtempSync as mkdtempSync2, openSync as openSync5, readSync as readSync3, rmSync as rmSync4, writeFileSync as writeFileSync5 } from "node:fs";
 import { tmpdir as tmpdir2 } from "node:os";
 import { dirname as dirname6, isAbsolute as isAbsolute3, join as join6, relative as relative2, resolve as resolve4 } from "node:path";
 import { setTimeout as sleep2 } from "node:timers/promises";
@@ -58049,7 +58049,7 @@ function isExecutable(file) {
 }
 
 // src/exec/sandbox.ts
-import { mkdtempSync, readFileSync as readFileSync11, realpathSync, rmSync as rmSync3 } from "node:fs";
+import { lstatSync as lstatSync3, mkdirSync as mkdirSync7, mkdtempSync, readFileSync as readFileSync11, realpathSync, rmSync as rmSync3 } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname as dirname5, isAbsolute as isAbsolute2, join as join5, resolve as resolve3 } from "node:path";
 
@@ -58205,11 +58205,26 @@ function sandboxWasReady(readyFile) {
 var stage;
 function stageDir() {
   if (stage === void 0) {
-    const dir = mkdtempSync(join5(tmpdir(), "hillclimb-sandbox-"));
-    process.once("exit", () => rmSync3(dir, { recursive: true, force: true }));
-    stage = dir;
+    stage = sharedStageDir(tmpdir());
+    if (stage === void 0) {
+      const dir = mkdtempSync(join5(tmpdir(), "hillclimb-sandbox-"));
+      process.once("exit", () => rmSync3(dir, { recursive: true, force: true }));
+      stage = dir;
+    }
   }
   return stage;
+}
+function sharedStageDir(tmp) {
+  const uid = process.getuid?.();
+  if (uid === void 0) return void 0;
+  const dir = join5(tmp, `hillclimb-sandbox-${uid}`);
+  try {
+    mkdirSync7(dir, { mode: 448 });
+  } catch (e) {
+    if (e.code !== "EEXIST") return void 0;
+  }
+  const st = lstatSync3(dir, { throwIfNoEntry: false });
+  return st?.isDirectory() && st.uid === uid && (st.mode & 18) === 0 ? dir : void 0;
 }
 function checkPath(p) {
   if (!isAbsolute2(p)) throw new Error(`sandbox path must be absolute: ${p}`);
@@ -58547,7 +58562,7 @@ var Git = class _Git {
     const binary = opts.binary ?? findOnPath("git");
     if (!binary)
       throw new HillclimbError("git not found on PATH", { hint: "install git", exitCode: ExitCode2.infra });
-    mkdirSync7(dirname6(resolve4(dest)), { recursive: true });
+    mkdirSync8(dirname6(resolve4(dest)), { recursive: true });
     await runGit(["clone", "--quiet", "--no-hardlinks", "--", source, resolve4(dest)], {
       binary,
       ...opts.timeoutMs !== void 0 ? { timeoutMs: opts.timeoutMs } : {}
@@ -58562,7 +58577,7 @@ var Git = class _Git {
   async cloneForAgent(dest, commit2) {
     assertSha(commit2);
     rmSync4(dest, { recursive: true, force: true });
-    mkdirSync7(dirname6(resolve4(dest)), { recursive: true });
+    mkdirSync8(dirname6(resolve4(dest)), { recursive: true });
     await this.git(["clone", "--quiet", "--shared", "--no-checkout", "--", this.root, resolve4(dest)]);
     await this.git(["-C", resolve4(dest), "checkout", "--quiet", "--detach", commit2], {
       config: { "advice.detachedHead": "false" }
@@ -58895,7 +58910,7 @@ var Git = class _Git {
   async createBundle(file, ref, base) {
     assertRefName(ref);
     assertRevision(base);
-    mkdirSync7(dirname6(resolve4(file)), { recursive: true });
+    mkdirSync8(dirname6(resolve4(file)), { recursive: true });
     await this.git(["bundle", "create", "--quiet", resolve4(file), ref, `^${base}`]);
   }
   /** Fetch `ref` from a bundle file into the same ref here. The bundle's prerequisites must be present. */
@@ -61623,7 +61638,7 @@ function backoffMs(baseSeconds, attempt2) {
 
 // src/loop/steps/programs.ts
 import { createHash as createHash9, randomBytes as randomBytes2 } from "node:crypto";
-import { cpSync, existsSync as existsSync17, mkdirSync as mkdirSync16, readdirSync as readdirSync11, readFileSync as readFileSync22, rmSync as rmSync16, writeFileSync as writeFileSync9 } from "node:fs";
+import { cpSync, existsSync as existsSync17, mkdirSync as mkdirSync17, readdirSync as readdirSync11, readFileSync as readFileSync22, rmSync as rmSync16, writeFileSync as writeFileSync9 } from "node:fs";
 import { join as join28, relative as relative5 } from "node:path";
 
 // src/compute/backend.ts
@@ -61636,7 +61651,7 @@ import { resolve as resolve8 } from "node:path";
 
 // src/compute/backends/local.ts
 import { randomBytes } from "node:crypto";
-import { appendFileSync as appendFileSync3, existsSync as existsSync10, mkdirSync as mkdirSync9, mkdtempSync as mkdtempSync3, readdirSync as readdirSync5, rmSync as rmSync6 } from "node:fs";
+import { appendFileSync as appendFileSync3, existsSync as existsSync10, mkdirSync as mkdirSync10, mkdtempSync as mkdtempSync3, readdirSync as readdirSync5, rmSync as rmSync6 } from "node:fs";
 import { availableParallelism, constants as constants9, tmpdir as tmpdir3 } from "node:os";
 import { dirname as dirname10, join as join12, resolve as resolve7 } from "node:path";
 
@@ -61666,7 +61681,7 @@ function sandboxJobEnv(extra = {}, base = process.env) {
 }
 
 // src/compute/outputs.ts
-import { mkdirSync as mkdirSync8, rmSync as rmSync5, writeFileSync as writeFileSync7 } from "node:fs";
+import { mkdirSync as mkdirSync9, rmSync as rmSync5, writeFileSync as writeFileSync7 } from "node:fs";
 import { dirname as dirname9, join as join11 } from "node:path";
 import { gunzipSync } from "node:zlib";
 var BLOCK = 512;
@@ -61745,7 +61760,7 @@ function clearDestinations(outputs) {
 }
 function prepareDestinations(outputs) {
   for (const dest of [outputs.metrics, outputs.junit, outputs.trace, outputs.programs]) {
-    if (dest !== void 0) mkdirSync8(dirname9(dest), { recursive: true });
+    if (dest !== void 0) mkdirSync9(dirname9(dest), { recursive: true });
   }
 }
 function installOutputs(archive, outputs) {
@@ -61774,9 +61789,9 @@ function installOutputs(archive, outputs) {
       continue;
     }
     if (entry.type === "dir") {
-      mkdirSync8(target, { recursive: true });
+      mkdirSync9(target, { recursive: true });
     } else {
-      mkdirSync8(dirname9(target), { recursive: true });
+      mkdirSync9(dirname9(target), { recursive: true });
       writeFileSync7(target, entry.data);
     }
   }
@@ -61845,7 +61860,7 @@ var LocalBackend = class {
       handle: `local:${job.id}`,
       ...extra
     });
-    mkdirSync9(dirname10(job.logFile), { recursive: true });
+    mkdirSync10(dirname10(job.logFile), { recursive: true });
     if (this.opts.dryRun) {
       const shown = displayCommand(
         ...split(fillCommand(job.command, { python, root: job.workdir, cache: cache2, ...job.outputs }))
@@ -61862,7 +61877,7 @@ var LocalBackend = class {
     }
     const isolation = await this.isolation();
     if (isolation.problem) return result({ infraError: isolation.problem });
-    mkdirSync9(cache2, { recursive: true });
+    mkdirSync10(cache2, { recursive: true });
     clearDestinations(job.outputs);
     prepareDestinations(job.outputs);
     if (isolation.mode === "none") {
@@ -61876,7 +61891,7 @@ var LocalBackend = class {
     const scratch = mkdtempSync3(join12(tmpdir3(), "hc-job-"));
     try {
       const out = join12(scratch, "out");
-      mkdirSync9(out);
+      mkdirSync10(out);
       const inside = {
         ...job.outputs.metrics ? { metrics: join12(out, SANDBOX_OUTPUTS.metrics) } : {},
         ...job.outputs.junit ? { junit: join12(out, SANDBOX_OUTPUTS.junit) } : {},
@@ -62002,7 +62017,7 @@ function collectOutputs(inside, outputs) {
 }
 
 // src/compute/backends/ray.ts
-import { appendFileSync as appendFileSync4, mkdirSync as mkdirSync10, mkdtempSync as mkdtempSync5, readFileSync as readFileSync15, rmSync as rmSync8 } from "node:fs";
+import { appendFileSync as appendFileSync4, mkdirSync as mkdirSync11, mkdtempSync as mkdtempSync5, readFileSync as readFileSync15, rmSync as rmSync8 } from "node:fs";
 import { tmpdir as tmpdir5 } from "node:os";
 import { dirname as dirname11, join as join14 } from "node:path";
 
@@ -62656,7 +62671,7 @@ var RayBackend = class {
       isolation: "remote",
       ...extra
     });
-    mkdirSync10(dirname11(job.logFile), { recursive: true });
+    mkdirSync11(dirname11(job.logFile), { recursive: true });
     const log = (text3) => {
       if (text3) appendFileSync4(job.logFile, redact(text3, secretsFromEnv()));
     };
@@ -62865,7 +62880,7 @@ var RayBackend = class {
 };
 
 // src/compute/backends/tpu-vm.ts
-import { mkdirSync as mkdirSync12, mkdtempSync as mkdtempSync6, readFileSync as readFileSync17, rmSync as rmSync10 } from "node:fs";
+import { mkdirSync as mkdirSync13, mkdtempSync as mkdtempSync6, readFileSync as readFileSync17, rmSync as rmSync10 } from "node:fs";
 import { tmpdir as tmpdir6 } from "node:os";
 import { dirname as dirname12, join as join16 } from "node:path";
 
@@ -63114,14 +63129,14 @@ function setupScript(command) {
 }
 
 // src/compute/tpu/state.ts
-import { mkdirSync as mkdirSync11, readdirSync as readdirSync6, readFileSync as readFileSync16, renameSync as renameSync3, rmSync as rmSync9, writeFileSync as writeFileSync8 } from "node:fs";
+import { mkdirSync as mkdirSync12, readdirSync as readdirSync6, readFileSync as readFileSync16, renameSync as renameSync3, rmSync as rmSync9, writeFileSync as writeFileSync8 } from "node:fs";
 import { join as join15 } from "node:path";
 function tpuStateDir(stateDir) {
   return join15(stateDir, "tpu");
 }
 var recordFile = (dir, name, zone) => join15(dir, `${name}.${zone}.json`);
 function writeRecord(dir, record2) {
-  mkdirSync11(dir, { recursive: true });
+  mkdirSync12(dir, { recursive: true });
   const file = recordFile(dir, record2.name, record2.zone);
   const tmp = `${file}.${process.pid}.tmp`;
   writeFileSync8(tmp, `${JSON.stringify(record2, null, 2)}
@@ -63480,7 +63495,7 @@ var TpuVmBackend = class {
     };
     const extra = config.ssh_args;
     const host = alloc.name;
-    mkdirSync12(dirname12(job.logFile), { recursive: true });
+    mkdirSync13(dirname12(job.logFile), { recursive: true });
     if (!gcloud.dryRun) {
       clearDestinations(job.outputs);
       prepareDestinations(job.outputs);
@@ -72775,7 +72790,7 @@ import { resolve as resolve12 } from "node:path";
 
 // src/store/stores/branch.ts
 import { randomUUID as randomUUID4 } from "node:crypto";
-import { copyFileSync as copyFileSync4, mkdirSync as mkdirSync14, mkdtempSync as mkdtempSync7, renameSync as renameSync5, rmSync as rmSync13, statSync as statSync8 } from "node:fs";
+import { copyFileSync as copyFileSync4, mkdirSync as mkdirSync15, mkdtempSync as mkdtempSync7, renameSync as renameSync5, rmSync as rmSync13, statSync as statSync8 } from "node:fs";
 import { tmpdir as tmpdir7 } from "node:os";
 import { basename as basename5, dirname as dirname14, isAbsolute as isAbsolute6, join as join22, resolve as resolve10 } from "node:path";
 import { pathToFileURL as pathToFileURL2 } from "node:url";
@@ -72812,7 +72827,7 @@ function keyProblem(key, isPrefix) {
 
 // src/store/local-files.ts
 import { randomUUID as randomUUID3 } from "node:crypto";
-import { copyFileSync as copyFileSync3, mkdirSync as mkdirSync13, readdirSync as readdirSync9, renameSync as renameSync4, rmSync as rmSync12, statSync as statSync7 } from "node:fs";
+import { copyFileSync as copyFileSync3, mkdirSync as mkdirSync14, readdirSync as readdirSync9, renameSync as renameSync4, rmSync as rmSync12, statSync as statSync7 } from "node:fs";
 import { basename as basename4, dirname as dirname13, join as join21 } from "node:path";
 var TEMP_MARKER = ".hc-tmp-";
 function walkFiles(dir) {
@@ -72830,7 +72845,7 @@ function walkFiles(dir) {
   return out.sort();
 }
 function copyFileAtomic(src, dest) {
-  mkdirSync13(dirname13(dest), { recursive: true });
+  mkdirSync14(dirname13(dest), { recursive: true });
   const tmp = join21(dirname13(dest), `${basename4(dest)}${TEMP_MARKER}${process.pid}-${randomUUID3()}`);
   try {
     copyFileSync3(src, tmp);
@@ -72912,9 +72927,9 @@ var BranchStore = class {
         throw new HillclimbError(`no object ${key} on the ${this.branch} branch of ${s.shownUrl}`);
       }
       const worktree = join22(s.dir, "checkout");
-      mkdirSync14(worktree);
+      mkdirSync15(worktree);
       await s.git(["--work-tree", worktree, "checkout", tip, "--", key], { index: "checkout" });
-      mkdirSync14(dirname14(dest), { recursive: true });
+      mkdirSync15(dirname14(dest), { recursive: true });
       const tmp = join22(dirname14(dest), `${basename5(dest)}${TEMP_MARKER}${process.pid}-${randomUUID4()}`);
       try {
         copyFileSync4(join22(worktree, key), tmp);
@@ -73209,7 +73224,7 @@ function sleep5(ms2) {
 
 // src/store/stores/hf.ts
 import { randomUUID as randomUUID5 } from "node:crypto";
-import { createWriteStream as createWriteStream3, mkdirSync as mkdirSync15, openAsBlob, renameSync as renameSync6, rmSync as rmSync14, statSync as statSync9 } from "node:fs";
+import { createWriteStream as createWriteStream3, mkdirSync as mkdirSync16, openAsBlob, renameSync as renameSync6, rmSync as rmSync14, statSync as statSync9 } from "node:fs";
 import { basename as basename6, dirname as dirname15, join as join23 } from "node:path";
 import { Readable as Readable6 } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -81667,7 +81682,7 @@ var HfStore = class {
         hint: `list what is there with: hillclimb store list (or ${this.url(key)})`
       });
     }
-    mkdirSync15(dirname15(dest), { recursive: true });
+    mkdirSync16(dirname15(dest), { recursive: true });
     const tmp = join23(dirname15(dest), `${basename6(dest)}${TEMP_MARKER}${process.pid}-${randomUUID5()}`);
     try {
       await this.hub(
@@ -82652,7 +82667,7 @@ async function writePlan(ctx, ev, o2, { file, key, draw }) {
     }).finally(() => oneAtATime(() => removeExportTree(ctx, tree)));
     if (result.killedBy === "abort") throw new Interrupted("requests cancelled");
     if (ctx.dryRun && result.infraError?.startsWith("dry run")) {
-      mkdirSync16(join28(ctx.runDir, "requests"), { recursive: true });
+      mkdirSync17(join28(ctx.runDir, "requests"), { recursive: true });
       writeFileSync9(`${file}.dry-run`, `${JSON.stringify({ schema: REQUESTS_SCHEMA, requests: [] })}
 `);
       return { platform: o2.platform, draw, file: `${file}.dry-run`, keys: [], versions: {} };
@@ -82848,7 +82863,7 @@ async function verifierTree(ctx, commit2, name, programs) {
   return wt.root;
 }
 function copyProgramFiles(from, dest) {
-  mkdirSync16(dest, { recursive: true });
+  mkdirSync17(dest, { recursive: true });
   for (const entry of readdirSync11(from, { withFileTypes: true })) {
     if (entry.isFile() && PROGRAM_FILE.test(entry.name))
       cpSync(join28(from, entry.name), join28(dest, entry.name));
@@ -83154,7 +83169,7 @@ function installRecords(stateDir, logger, json) {
     const parsed = parseRecord(JSON.stringify(r));
     return parsed ? [parsed] : [];
   });
-  mkdirSync17(cacheRoot(stateDir), { recursive: true });
+  mkdirSync18(cacheRoot(stateDir), { recursive: true });
   for (const r of records) appendLineDurable(recordsFile(stateDir), JSON.stringify(r));
   return records.length;
 }
@@ -83199,7 +83214,7 @@ async function fromStore(ctx, prefix, dir) {
   const got = await download(ctx.store, ctx.logger, prefix, `${dir}.part`);
   if (!got) return false;
   rmSync17(dir, { recursive: true, force: true });
-  mkdirSync17(join29(dir, ".."), { recursive: true });
+  mkdirSync18(join29(dir, ".."), { recursive: true });
   copyProgramFiles(`${dir}.part`, dir);
   if (existsSync18(join29(`${dir}.part`, RECORD))) cpSync2(join29(`${dir}.part`, RECORD), `${dir}.${RECORD}`);
   rmSync17(`${dir}.part`, { recursive: true, force: true });
@@ -83215,7 +83230,7 @@ async function download(store, logger, prefix, dest) {
   }
   if (!keys.some((k) => k.endsWith("/manifest.json"))) return false;
   rmSync17(dest, { recursive: true, force: true });
-  mkdirSync17(dest, { recursive: true });
+  mkdirSync18(dest, { recursive: true });
   try {
     for (const k of keys) await store.get(k, join29(dest, k.slice(prefix.length + 1)));
   } catch (e) {
@@ -84545,7 +84560,7 @@ function startToolsProxy(tools, opts = {}) {
 }
 
 // src/agent/launch.ts
-import { existsSync as existsSync20, mkdirSync as mkdirSync19, readdirSync as readdirSync13, writeFileSync as writeFileSync10 } from "node:fs";
+import { existsSync as existsSync20, mkdirSync as mkdirSync20, readdirSync as readdirSync13, writeFileSync as writeFileSync10 } from "node:fs";
 import { homedir } from "node:os";
 import { isAbsolute as isAbsolute7, join as join32 } from "node:path";
 
@@ -84585,14 +84600,14 @@ function gitIdentityEnv(agent) {
 }
 
 // src/agent/process.ts
-import { appendFileSync as appendFileSync5, mkdirSync as mkdirSync18 } from "node:fs";
+import { appendFileSync as appendFileSync5, mkdirSync as mkdirSync19 } from "node:fs";
 import { dirname as dirname16 } from "node:path";
 var AGENT_KILL_GRACE_MS = 5e3;
 var DEFAULT_API_RETRY_LIMIT_MS = 5 * 6e4;
 var DEFAULT_UNREACHABLE_LIMIT_MS = 3e4;
 async function runAgentProcess(spec) {
   const started = Date.now();
-  mkdirSync18(dirname16(spec.logFile), { recursive: true });
+  mkdirSync19(dirname16(spec.logFile), { recursive: true });
   appendFileSync5(
     spec.logFile,
     `$ ${redact(displayCommand(spec.command, spec.args), spec.secrets)}
@@ -84828,7 +84843,7 @@ async function launchAgent(request2, launch) {
       };
     }
     const writable2 = [...sandbox.writable];
-    mkdirSync19(sandbox.home, { recursive: true });
+    mkdirSync20(sandbox.home, { recursive: true });
     if (launch.configDir) {
       const dir = env[launch.configDir.env] ?? join32(homedir(), launch.configDir.defaultInHome);
       if (isAbsolute7(dir) && existsSync20(dir)) {
@@ -84897,7 +84912,7 @@ function argumentFiles(args, writable2) {
 var CONFIG_FILE_MAX_BYTES = 1024 * 1024;
 var LOGIN_FILES = ["auth.json", ".credentials.json"];
 function copyConfigFolder(from, to, omit2) {
-  mkdirSync19(to, { recursive: true });
+  mkdirSync20(to, { recursive: true });
   const secrets = [];
   for (const name of readdirSync13(from)) {
     if (omit2.includes(name)) continue;
@@ -84947,11 +84962,11 @@ function warnToolRefusals(agent, proxy, logger) {
 }
 
 // src/agent/outcome.ts
-import { mkdirSync as mkdirSync20, rmSync as rmSync20 } from "node:fs";
+import { mkdirSync as mkdirSync21, rmSync as rmSync20 } from "node:fs";
 import { dirname as dirname17, relative as relative7, resolve as resolve13 } from "node:path";
 function prepareResultFile(file) {
   rmSync20(file, { force: true });
-  mkdirSync20(dirname17(file), { recursive: true });
+  mkdirSync21(dirname17(file), { recursive: true });
 }
 function outsideOf(root, dir) {
   const rel = relative7(resolve13(root), resolve13(dir));
@@ -85285,7 +85300,7 @@ function finalResult(stdout) {
 }
 
 // src/agent/agents/codex.ts
-import { existsSync as existsSync22, mkdirSync as mkdirSync21, mkdtempSync as mkdtempSync10, readFileSync as readFileSync25, rmSync as rmSync22, writeFileSync as writeFileSync12 } from "node:fs";
+import { existsSync as existsSync22, mkdirSync as mkdirSync22, mkdtempSync as mkdtempSync10, readFileSync as readFileSync25, rmSync as rmSync22, writeFileSync as writeFileSync12 } from "node:fs";
 import { tmpdir as tmpdir10 } from "node:os";
 import { dirname as dirname19, join as join34 } from "node:path";
 var CODEX_MODEL_KEYS = ["CODEX_API_KEY", "OPENAI_API_KEY"];
@@ -85356,7 +85371,7 @@ var CodexAgent = class {
       writeFileSync12(schemaFile, `${JSON.stringify(RESULT_JSON_SCHEMA, null, 2)}
 `);
       const agentTmp = join34(scratch, "tmp");
-      mkdirSync21(agentTmp);
+      mkdirSync22(agentTmp);
       const source = { ...this.opts.sourceEnv ?? process.env, ...request2.env };
       const { apiKey, baseUrl: baseUrl2, url } = codexCredentials(source);
       proxy = apiKey ? await startKeyProxy({
@@ -85521,7 +85536,7 @@ function nonEmpty(value2) {
 import {
   appendFileSync as appendFileSync6,
   existsSync as existsSync23,
-  mkdirSync as mkdirSync22,
+  mkdirSync as mkdirSync23,
   readdirSync as readdirSync14,
   readFileSync as readFileSync26,
   statSync as statSync12,
@@ -85578,7 +85593,7 @@ var ReplayAgent = class {
   }
   async run(request2) {
     const started = Date.now();
-    mkdirSync22(dirname20(request2.logFile), { recursive: true });
+    mkdirSync23(dirname20(request2.logFile), { recursive: true });
     const log = (line) => appendFileSync6(request2.logFile, `${line}
 `);
     prepareResultFile(request2.resultFile);
@@ -85848,7 +85863,7 @@ ${body.join("\n\n")}
 var TOOL_AGENT_KINDS = ["codex", "claude", "command"];
 
 // src/loop/relay/client.ts
-import { cpSync as cpSync3, existsSync as existsSync24, mkdirSync as mkdirSync23, mkdtempSync as mkdtempSync12, rmSync as rmSync24, writeFileSync as writeFileSync15 } from "node:fs";
+import { cpSync as cpSync3, existsSync as existsSync24, mkdirSync as mkdirSync24, mkdtempSync as mkdtempSync12, rmSync as rmSync24, writeFileSync as writeFileSync15 } from "node:fs";
 import { tmpdir as tmpdir12 } from "node:os";
 import { join as join38 } from "node:path";
 
@@ -86026,7 +86041,7 @@ function relayBackend(o2) {
       const a2 = readAnswer(join38(got, "answer.json"));
       if (typeof a2 === "string") return failed(job, started, a2);
       const log = join38(got, "verify.log");
-      mkdirSync23(join38(job.logFile, ".."), { recursive: true });
+      mkdirSync24(join38(job.logFile, ".."), { recursive: true });
       if (existsSync24(log)) cpSync3(log, job.logFile);
       else writeFileSync15(job.logFile, `${a2.refused ?? a2.infraError ?? "the relay sent no log"}
 `);
@@ -86660,7 +86675,7 @@ function recentLogEntries(text3, n2) {
 
 // src/loop/steps/profile.ts
 import { createHash as createHash11 } from "node:crypto";
-import { existsSync as existsSync26, mkdirSync as mkdirSync24, rmSync as rmSync26 } from "node:fs";
+import { existsSync as existsSync26, mkdirSync as mkdirSync25, rmSync as rmSync26 } from "node:fs";
 import { join as join41 } from "node:path";
 var profileStep = {
   name: "profile",
@@ -86735,7 +86750,7 @@ function measuredAgreement(ev, summary2, championSummary) {
 async function profileCommit(ctx, ev, o2) {
   const profile2 = ctx.target.profile;
   rmSync26(o2.traceDir, { recursive: true, force: true });
-  mkdirSync24(o2.traceDir, { recursive: true });
+  mkdirSync25(o2.traceDir, { recursive: true });
   let run2;
   try {
     run2 = await runVerifier(ctx, ev, {
@@ -87085,11 +87100,11 @@ async function recentLogText(ctx, base) {
 }
 
 // src/loop/steps/propose.ts
-import { existsSync as existsSync30, mkdirSync as mkdirSync26, readFileSync as readFileSync29, rmSync as rmSync28 } from "node:fs";
+import { existsSync as existsSync30, mkdirSync as mkdirSync27, readFileSync as readFileSync29, rmSync as rmSync28 } from "node:fs";
 import { delimiter as delimiter2, dirname as dirname21, join as join45 } from "node:path";
 
 // src/loop/steps/agent-tools.ts
-import { existsSync as existsSync29, mkdirSync as mkdirSync25, rmSync as rmSync27 } from "node:fs";
+import { existsSync as existsSync29, mkdirSync as mkdirSync26, rmSync as rmSync27 } from "node:fs";
 import { join as join44 } from "node:path";
 var ANSWER_CHARS = 2e3;
 var ANSWER_MAX_CHARS = 16e3;
@@ -87252,7 +87267,7 @@ function callDir(env, n2) {
 function toolsDir(env, n2, sub) {
   const dir = sub === void 0 ? callDir(env, n2) : join44(callDir(env, n2), sub);
   rmSync27(dir, { recursive: true, force: true });
-  mkdirSync25(dir, { recursive: true });
+  mkdirSync26(dir, { recursive: true });
   return dir;
 }
 function dropBulk(dir) {
@@ -87464,7 +87479,7 @@ var proposeStep = {
     const repo = agentRepoPath(ctx, ev);
     const out = agentOutputPath(ctx, ev);
     rmSync28(dirname21(repo), { recursive: true, force: true });
-    mkdirSync26(out, { recursive: true });
+    mkdirSync27(out, { recursive: true });
     await oneAtATime(() => ctx.git.cloneForAgent(repo, base));
     const attempts = (ev.agent?.attempts ?? 0) + 1;
     const resultFile = join45(out, AGENT_RESULT_NAME);
@@ -88010,13 +88025,13 @@ import { join as join48 } from "node:path";
 
 // src/loop/state/attestation.ts
 import { createHash as createHash12 } from "node:crypto";
-import { existsSync as existsSync33, lstatSync as lstatSync3, readdirSync as readdirSync16, readFileSync as readFileSync32 } from "node:fs";
+import { existsSync as existsSync33, lstatSync as lstatSync4, readdirSync as readdirSync16, readFileSync as readFileSync32 } from "node:fs";
 import { join as join47 } from "node:path";
 function bundleDigest(dir) {
   const lines = [];
   const walk3 = (rel) => {
     const abs = rel === "" ? dir : join47(dir, rel);
-    const st = lstatSync3(abs);
+    const st = lstatSync4(abs);
     if (st.isDirectory()) {
       for (const name of readdirSync16(abs).sort()) walk3(rel === "" ? name : `${rel}/${name}`);
       return;
@@ -88869,7 +88884,7 @@ function screenCandidates(measurement, direction, policy) {
 }
 
 // src/loop/steps/screen.ts
-import { cpSync as cpSync5, existsSync as existsSync37, mkdirSync as mkdirSync27 } from "node:fs";
+import { cpSync as cpSync5, existsSync as existsSync37, mkdirSync as mkdirSync28 } from "node:fs";
 import { dirname as dirname22 } from "node:path";
 async function screenCandidate(env, platform3) {
   const { ctx, ev } = env;
@@ -89013,7 +89028,7 @@ async function screenTogether(envs, platform3, session2 = {}) {
     }
     if (env !== lead) {
       for (const f of [sessionFile, logFile]) {
-        mkdirSync27(dirname22(env.bundle.path(f)), { recursive: true });
+        mkdirSync28(dirname22(env.bundle.path(f)), { recursive: true });
         if (existsSync37(lead.bundle.path(f))) cpSync5(lead.bundle.path(f), env.bundle.path(f));
       }
     }

@@ -42855,7 +42855,7 @@ function isExecutable(file) {
 }
 
 // src/exec/sandbox.ts
-import { mkdtempSync, readFileSync as readFileSync5, realpathSync, rmSync as rmSync2 } from "node:fs";
+import { lstatSync as lstatSync2, mkdirSync as mkdirSync3, mkdtempSync, readFileSync as readFileSync5, realpathSync, rmSync as rmSync2 } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname as dirname3, isAbsolute as isAbsolute2, join as join3, resolve as resolve2 } from "node:path";
 
@@ -43011,11 +43011,26 @@ function sandboxWasReady(readyFile) {
 var stage;
 function stageDir() {
   if (stage === void 0) {
-    const dir = mkdtempSync(join3(tmpdir(), "hillclimb-sandbox-"));
-    process.once("exit", () => rmSync2(dir, { recursive: true, force: true }));
-    stage = dir;
+    stage = sharedStageDir(tmpdir());
+    if (stage === void 0) {
+      const dir = mkdtempSync(join3(tmpdir(), "hillclimb-sandbox-"));
+      process.once("exit", () => rmSync2(dir, { recursive: true, force: true }));
+      stage = dir;
+    }
   }
   return stage;
+}
+function sharedStageDir(tmp) {
+  const uid = process.getuid?.();
+  if (uid === void 0) return void 0;
+  const dir = join3(tmp, `hillclimb-sandbox-${uid}`);
+  try {
+    mkdirSync3(dir, { mode: 448 });
+  } catch (e) {
+    if (e.code !== "EEXIST") return void 0;
+  }
+  const st = lstatSync2(dir, { throwIfNoEntry: false });
+  return st?.isDirectory() && st.uid === uid && (st.mode & 18) === 0 ? dir : void 0;
 }
 function checkPath(p) {
   if (!isAbsolute2(p)) throw new Error(`sandbox path must be absolute: ${p}`);
@@ -43188,7 +43203,7 @@ import { resolve as resolve5 } from "node:path";
 
 // src/compute/backends/local.ts
 import { randomBytes } from "node:crypto";
-import { appendFileSync as appendFileSync2, existsSync as existsSync4, mkdirSync as mkdirSync4, mkdtempSync as mkdtempSync2, readdirSync as readdirSync4, rmSync as rmSync4 } from "node:fs";
+import { appendFileSync as appendFileSync2, existsSync as existsSync4, mkdirSync as mkdirSync5, mkdtempSync as mkdtempSync2, readdirSync as readdirSync4, rmSync as rmSync4 } from "node:fs";
 import { availableParallelism, constants as constants8, tmpdir as tmpdir2 } from "node:os";
 import { dirname as dirname6, join as join6, resolve as resolve4 } from "node:path";
 
@@ -43218,7 +43233,7 @@ function sandboxJobEnv(extra = {}, base = process.env) {
 }
 
 // src/compute/outputs.ts
-import { mkdirSync as mkdirSync3, rmSync as rmSync3, writeFileSync as writeFileSync4 } from "node:fs";
+import { mkdirSync as mkdirSync4, rmSync as rmSync3, writeFileSync as writeFileSync4 } from "node:fs";
 import { dirname as dirname5, join as join5 } from "node:path";
 import { gunzipSync } from "node:zlib";
 var BLOCK = 512;
@@ -43297,7 +43312,7 @@ function clearDestinations(outputs) {
 }
 function prepareDestinations(outputs) {
   for (const dest of [outputs.metrics, outputs.junit, outputs.trace, outputs.programs]) {
-    if (dest !== void 0) mkdirSync3(dirname5(dest), { recursive: true });
+    if (dest !== void 0) mkdirSync4(dirname5(dest), { recursive: true });
   }
 }
 function installOutputs(archive, outputs) {
@@ -43326,9 +43341,9 @@ function installOutputs(archive, outputs) {
       continue;
     }
     if (entry.type === "dir") {
-      mkdirSync3(target, { recursive: true });
+      mkdirSync4(target, { recursive: true });
     } else {
-      mkdirSync3(dirname5(target), { recursive: true });
+      mkdirSync4(dirname5(target), { recursive: true });
       writeFileSync4(target, entry.data);
     }
   }
@@ -43397,7 +43412,7 @@ var LocalBackend = class {
       handle: `local:${job.id}`,
       ...extra
     });
-    mkdirSync4(dirname6(job.logFile), { recursive: true });
+    mkdirSync5(dirname6(job.logFile), { recursive: true });
     if (this.opts.dryRun) {
       const shown = displayCommand(
         ...split(fillCommand(job.command, { python, root: job.workdir, cache, ...job.outputs }))
@@ -43414,7 +43429,7 @@ var LocalBackend = class {
     }
     const isolation = await this.isolation();
     if (isolation.problem) return result({ infraError: isolation.problem });
-    mkdirSync4(cache, { recursive: true });
+    mkdirSync5(cache, { recursive: true });
     clearDestinations(job.outputs);
     prepareDestinations(job.outputs);
     if (isolation.mode === "none") {
@@ -43428,7 +43443,7 @@ var LocalBackend = class {
     const scratch = mkdtempSync2(join6(tmpdir2(), "hc-job-"));
     try {
       const out = join6(scratch, "out");
-      mkdirSync4(out);
+      mkdirSync5(out);
       const inside = {
         ...job.outputs.metrics ? { metrics: join6(out, SANDBOX_OUTPUTS.metrics) } : {},
         ...job.outputs.junit ? { junit: join6(out, SANDBOX_OUTPUTS.junit) } : {},
@@ -43554,7 +43569,7 @@ function collectOutputs(inside, outputs) {
 }
 
 // src/compute/backends/ray.ts
-import { appendFileSync as appendFileSync3, mkdirSync as mkdirSync5, mkdtempSync as mkdtempSync4, readFileSync as readFileSync7, rmSync as rmSync6 } from "node:fs";
+import { appendFileSync as appendFileSync3, mkdirSync as mkdirSync6, mkdtempSync as mkdtempSync4, readFileSync as readFileSync7, rmSync as rmSync6 } from "node:fs";
 import { tmpdir as tmpdir4 } from "node:os";
 import { dirname as dirname7, join as join8 } from "node:path";
 
@@ -44208,7 +44223,7 @@ var RayBackend = class {
       isolation: "remote",
       ...extra
     });
-    mkdirSync5(dirname7(job.logFile), { recursive: true });
+    mkdirSync6(dirname7(job.logFile), { recursive: true });
     const log = (text2) => {
       if (text2) appendFileSync3(job.logFile, redact(text2, secretsFromEnv()));
     };
@@ -44417,7 +44432,7 @@ var RayBackend = class {
 };
 
 // src/compute/backends/tpu-vm.ts
-import { mkdirSync as mkdirSync7, mkdtempSync as mkdtempSync5, readFileSync as readFileSync9, rmSync as rmSync8 } from "node:fs";
+import { mkdirSync as mkdirSync8, mkdtempSync as mkdtempSync5, readFileSync as readFileSync9, rmSync as rmSync8 } from "node:fs";
 import { tmpdir as tmpdir5 } from "node:os";
 import { dirname as dirname8, join as join10 } from "node:path";
 
@@ -44666,14 +44681,14 @@ function setupScript(command) {
 }
 
 // src/compute/tpu/state.ts
-import { mkdirSync as mkdirSync6, readdirSync as readdirSync5, readFileSync as readFileSync8, renameSync as renameSync2, rmSync as rmSync7, writeFileSync as writeFileSync5 } from "node:fs";
+import { mkdirSync as mkdirSync7, readdirSync as readdirSync5, readFileSync as readFileSync8, renameSync as renameSync2, rmSync as rmSync7, writeFileSync as writeFileSync5 } from "node:fs";
 import { join as join9 } from "node:path";
 function tpuStateDir(stateDir) {
   return join9(stateDir, "tpu");
 }
 var recordFile = (dir, name, zone) => join9(dir, `${name}.${zone}.json`);
 function writeRecord(dir, record) {
-  mkdirSync6(dir, { recursive: true });
+  mkdirSync7(dir, { recursive: true });
   const file = recordFile(dir, record.name, record.zone);
   const tmp = `${file}.${process.pid}.tmp`;
   writeFileSync5(tmp, `${JSON.stringify(record, null, 2)}
@@ -45032,7 +45047,7 @@ var TpuVmBackend = class {
     };
     const extra = config.ssh_args;
     const host = alloc.name;
-    mkdirSync7(dirname8(job.logFile), { recursive: true });
+    mkdirSync8(dirname8(job.logFile), { recursive: true });
     if (!gcloud.dryRun) {
       clearDestinations(job.outputs);
       prepareDestinations(job.outputs);
