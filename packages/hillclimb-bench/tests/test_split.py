@@ -325,6 +325,20 @@ def test_calls_for_fills_the_time_between_repeats_and_ten_times_it(
     assert calls_for(repeats, min_time_ms, call_ms) == calls
 
 
+def test_the_probe_costs_a_call_at_the_mean_of_the_sets_and_the_slowest_arm() -> None:
+    from hillclimb_bench.verify import calls_for, probe_cost
+
+    # Calls cycle through 3 sets twice. B is fast on set 0 only (1 ms) and slow on sets 1 and 2
+    # (10 ms), with one preempted call on set 1: its cost is the sets' mean, 7 ms, not its 1 ms.
+    b = [1.0, 10.0, 10.0, 1.0, 25.0, 10.0]
+    assert probe_cost({"B": b}, 3) == pytest.approx(7.0)
+    assert calls_for(10, 250, probe_cost({"B": b}, 3)) == 36  # not 100 calls from its fast set
+    # The slowest arm sets the count: a fast candidate cannot buy itself more calls.
+    a = [4.0, 4.0, 4.0, 4.0, 4.0, 4.0]
+    assert probe_cost({"A": a, "B": b}, 3) == pytest.approx(7.0)
+    assert probe_cost({"A": a, "B": [0.1] * 6}, 3) == pytest.approx(4.0)
+
+
 def test_a_target_that_imports_its_kernel_cannot_verify(tmp_path: Path) -> None:
     _, programs = export(tmp_path, "good")
     where = tree(tmp_path, "leaky-verifier")  # the kernel is present ...

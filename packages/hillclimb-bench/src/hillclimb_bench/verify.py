@@ -665,13 +665,18 @@ def calls_per_round(
             block=jax.block_until_ready,
             keep={a.name: set() for a in arms},
         )
-
-        def per_call(ms: list[float], sets: int = sets) -> float:
-            return float(np.mean([min(ms[i], ms[i + sets]) for i in range(sets)]))
-
-        slowest = max(per_call(times[a.name].on(clock)) for a in arms)
+        slowest = probe_cost({a.name: times[a.name].on(clock) for a in arms}, sets)
         calls[request.key] = calls_for(args.repeats, args.min_time_ms, slowest)
     return calls
+
+
+def probe_cost(times: dict[str, list[float]], sets: int) -> float:
+    """A call's cost from the probe: each arm's ``2 * sets`` calls (call ``i`` on input set
+    ``i % sets``) give the mean over the sets of each set's faster call, and the slowest arm's
+    counts. The mean, not the fastest set: a round cycles through every set."""
+    return max(
+        float(np.mean([min(ms[i], ms[i + sets]) for i in range(sets)])) for ms in times.values()
+    )
 
 
 def calls_for(repeats: int, min_time_ms: int, call_ms: float) -> int:
