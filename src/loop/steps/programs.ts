@@ -720,9 +720,11 @@ export async function runVerifier(
     // The verifier runs the harness's tree alone: the kernel loaded there, or a module it cannot
     // import, is the target module's mistake, the same on every try.
     const text = readLog(o.logFile);
-    // Exit 2 is a usage refusal, given before any program is loaded: a flag this hillclimb sends that the
-    // verifier does not know fails the same way on every try, with or without a candidate.
-    const flag = result.exitCode === 2 ? refusedFlag(text) : undefined;
+    // A flag this hillclimb sent, refused as unknown (exit 2): the command line's refusal, given before
+    // any program is loaded, the same on every try with or without a candidate.
+    const command = verifyCommand(ctx, o);
+    const flag =
+      result.exitCode === 2 ? refusedFlag(text, command.slice(0, command.indexOf('--'))) : undefined;
     if (flag !== undefined) {
       throw new ChampionFailure(why, {
         hint: `${olderBenchHint(flag, { target: ctx.target.name, requirements: ctx.config.paths.requirements })} (the whole log: ${o.logFile})`,

@@ -119,12 +119,18 @@ export function entryPointMissing(log: string, module: string): boolean {
 }
 
 /**
- * The first flag a verifier refused as unknown (argparse's `unrecognized arguments: --x 1 ...`, as
- * hillclimb-bench prints it after `verify:` and plain argparse after its usage line), if any. The
- * refusal comes from parsing the command line, before any program is loaded.
+ * The first of the flags this hillclimb sent (`sent`: the verifier's own, before `--`) that a verifier
+ * refused as unknown (argparse's `unrecognized arguments: --x 1 ...`, as hillclimb-bench prints it after
+ * `verify:` and plain argparse after its usage line), if any. A target's own arguments (after `--`)
+ * refused by its own parser are not this mistake. The refusal comes from parsing the command line,
+ * before any program is loaded.
  */
-export function refusedFlag(log: string): string | undefined {
-  return /unrecognized arguments: (--[A-Za-z0-9][\w-]*)/.exec(log)?.[1];
+export function refusedFlag(log: string, sent: readonly string[]): string | undefined {
+  for (const m of log.matchAll(/unrecognized arguments: ([^\n]*)/g)) {
+    const flag = m[1]!.split(' ').find((word) => word.startsWith('--') && sent.includes(word));
+    if (flag !== undefined) return flag;
+  }
+  return undefined;
 }
 
 /** The hint for a verifier that does not know a flag this hillclimb sends: its hillclimb-bench is older. */

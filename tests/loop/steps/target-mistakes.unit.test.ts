@@ -130,20 +130,35 @@ describe('isExportMistake: the export’s own refusals that no retry fixes', () 
 });
 
 describe('refusedFlag: a verifier older than the flags this hillclimb sends', () => {
-  it('finds the first unknown flag in hillclimb-bench’s refusal and in plain argparse’s', () => {
-    expect(refusedFlag('verify: unrecognized arguments: --min-time-ms 1000\n')).toBe('--min-time-ms');
+  const sent = [
+    '-E',
+    '-s',
+    '-m',
+    'bench.t',
+    'verify',
+    '--mode',
+    'measure',
+    '--pin-cpu',
+    '--min-time-ms',
+    '1000',
+  ];
+
+  it('finds the first unknown flag it sent, in hillclimb-bench’s refusal and in plain argparse’s', () => {
+    expect(refusedFlag('verify: unrecognized arguments: --min-time-ms 1000\n', sent)).toBe('--min-time-ms');
     const argparse =
       'usage: programs.py [-h] --platform PLATFORM\nprograms.py: error: unrecognized arguments: --pin-cpu --min-time-ms 250\n';
-    expect(refusedFlag(argparse)).toBe('--pin-cpu');
+    expect(refusedFlag(argparse, sent)).toBe('--pin-cpu');
   });
 
   it.each([
     'verify: --min-time-ms must be in [0, 60000], got 70000',
     'verify: cannot vouch for this session: the code under test is loaded in the verifier (mypkg)',
     'unrecognized arguments: 1000',
+    // The target's own parser refusing one of its own arguments (programs.args, after --).
+    'verify (target arguments): unrecognized arguments: --layers 3',
     '',
   ])('none in: %s', (log) => {
-    expect(refusedFlag(log)).toBeUndefined();
+    expect(refusedFlag(log, sent)).toBeUndefined();
   });
 
   it('the hint names setup, the requirements file, the pin, and the key that keeps the older release', () => {
