@@ -72,10 +72,18 @@ stage=$1; cwd=$2; ready=$3; shift 3
 # the command starts, so only a sandbox that was built says so (exit 125 alone could be the command's).
 if [ -n "$ready" ]; then exec 4>"$ready" || die "cannot write $ready"; fi
 mount -t tmpfs -o mode=0755 hillclimb-sandbox "$stage" || die "cannot mount a tmpfs at $stage"
-R=$stage
+# The new root by its real path: mountinfo names mounts so, and a link on the way to the stage (a
+# TMPDIR reached through one) would make ro_tree match nothing.
+R=$(cd "$stage" && pwd -P) || die "cannot enter $stage"
 ro_tree() {
-  awk -v p="$R$1" '{ mp = $5; gsub(/\\040/, " ", mp); gsub(/\\011/, "\t", mp); gsub(/\\134/, "\\", mp);
-    if (mp == p || index(mp, p "/") == 1) print $6 " " mp }' /proc/self/mountinfo |
+  # The mount's real path, for the same reason (a listed path reached through a link); a read-only
+  # mount that matches nothing would stay writable, so that is an error.
+  if [ -d "$R$1" ]; then t=$(cd "$R$1" && pwd -P); else t=$(cd "$(dirname "$R$1")" && pwd -P)/$(basename "$1"); fi ||
+    die "cannot resolve $R$1"
+  mps=$(awk -v p="$t" '{ mp = $5; gsub(/\\040/, " ", mp); gsub(/\\011/, "\t", mp); gsub(/\\134/, "\\", mp);
+    if (mp == p || index(mp, p "/") == 1) print $6 " " mp }' /proc/self/mountinfo)
+  [ -n "$mps" ] || die "no mount at $t to make read-only (for $1)"
+  printf '%s\n' "$mps" |
   while read -r opts mp; do
     o=$(printf '%s' "$opts" | sed -e 's/^rw,/ro,/' -e 's/,rw,/,ro,/' -e 's/,rw$/,ro/' -e 's/^rw$/ro/')
     mount -o "remount,bind,$o" "$mp" 2>/dev/null || mount -o remount,bind,ro "$mp" ||
@@ -175,34 +183,46 @@ export function sandboxWasReady(readyFile: string): boolean {
   }
 }
 
-/** Where the init mounts the new root (in its own mount namespace; the folder itself stays empty). */
-let stage: string | undefined;
+/** This process's own stage folder, where the user's shared one cannot be taken (made once). */
+let ownStage: string | undefined;
 
 /**
  * Where the init mounts the new root: one folder per user (`hillclimb-sandbox-<uid>` in the temp
  * folder), the same for every sandbox (each mounts in its own namespace; the folder itself stays
  * empty), kept for the next process rather than made one per process: a test worker its pool kills
- * never runs its exit handlers, and left one behind each time. Taken only when it is a folder of this
- * user's that nobody else can write (another user cannot have made it first: /tmp's sticky bit keeps
- * it ours once checked); else a fresh one (mkdtemp), removed when the process exits.
+ * never runs its exit handlers, and left one behind each time. Checked on every use (a temp cleaner
+ * may remove it between two); where it cannot be taken, a fresh folder of this process's (mkdtemp),
+ * removed when the process exits. The init resolves whatever it gets to its real path.
  */
 function stageDir(): string {
-  if (stage === undefined) {
-    stage = sharedStageDir(tmpdir());
-    if (stage === undefined) {
-      const dir = mkdtempSync(join(tmpdir(), 'hillclimb-sandbox-'));
-      process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
-      stage = dir;
-    }
+  const shared = sharedStageDir(tmpdir());
+  if (shared !== undefined) return shared;
+  if (ownStage === undefined) {
+    const dir = mkdtempSync(join(tmpdir(), 'hillclimb-sandbox-'));
+    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+    ownStage = dir;
   }
-  return stage;
+  return ownStage;
 }
 
-/** The user's own stage folder under `tmp`, made if missing; undefined when it is not safely ours. */
+/**
+ * The user's own stage folder under the real path of `tmp`, made if missing; undefined unless it is
+ * safely ours: a folder (not a link) of this user's that nobody else can write, in a folder where
+ * nobody else can replace it (this user's or root's, not writable by others, or sticky like /tmp).
+ */
 export function sharedStageDir(tmp: string): string | undefined {
   const uid = process.getuid?.();
   if (uid === undefined) return undefined;
-  const dir = join(tmp, `hillclimb-sandbox-${uid}`);
+  let parent: string;
+  try {
+    parent = realpathSync(tmp);
+  } catch {
+    return undefined;
+  }
+  const p = lstatSync(parent, { throwIfNoEntry: false });
+  const othersMayReplace = p !== undefined && (p.mode & 0o022) !== 0 && (p.mode & 0o1000) === 0;
+  if (!p?.isDirectory() || (p.uid !== uid && p.uid !== 0) || othersMayReplace) return undefined;
+  const dir = join(parent, `hillclimb-sandbox-${uid}`);
   try {
     mkdirSync(dir, { mode: 0o700 });
   } catch (e) {

@@ -1,6 +1,6 @@
 // The folder every sandbox's init mounts its new root on: one per user, reused, and taken only when it
 // is safely this user's.
-import { chmodSync, mkdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { sharedStageDir } from '../../src/exec/sandbox.js';
@@ -41,6 +41,33 @@ describe('sharedStageDir', () => {
     chmodSync(join(open, name), 0o777);
     expect(sharedStageDir(open)).toBeUndefined();
   });
+
+  it('takes the temp folder by its real path, and none where others could replace the folder', () => {
+    const real = tmp('real');
+    symlinkSync(real, join(t.dir, 'through-a-link'));
+    expect(sharedStageDir(join(t.dir, 'through-a-link'))).toBe(join(real, name));
+
+    const shared = tmp('shared');
+    chmodSync(shared, 0o777);
+    expect(sharedStageDir(shared)).toBeUndefined();
+    chmodSync(shared, 0o1777); // sticky, as /tmp: only its owner may move our folder
+    expect(sharedStageDir(shared)).toBe(join(shared, name));
+  });
+
+  // Handing a folder to another user takes root; as anyone else the uid checks are not reached here.
+  it.skipIf(uid !== 0)(
+    'refuses a folder, or a temp folder, that another user owns (needs root to chown)',
+    () => {
+      const theirs = tmp('theirs');
+      mkdirSync(join(theirs, name), { mode: 0o700 });
+      chownSync(join(theirs, name), 65534, 65534);
+      expect(sharedStageDir(theirs)).toBeUndefined();
+
+      const theirTmp = tmp('their-tmp');
+      chownSync(theirTmp, 65534, 65534);
+      expect(sharedStageDir(theirTmp)).toBeUndefined();
+    },
+  );
 
   it('says nothing when the temp folder itself is missing', () => {
     expect(sharedStageDir(join(t.dir, 'no-such-folder'))).toBeUndefined();

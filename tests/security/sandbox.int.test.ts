@@ -4,7 +4,7 @@
  * machines, and a skip would hide a broken defence.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -67,6 +67,28 @@ describe('the sandbox', () => {
     expect(r.stdout).toContain('tmp=0');
     expect(readFileSync(join(wd, 'kernel.py'), 'utf8')).toBe('x = 1\n');
     expect(readFileSync(join(out, 'metrics.json'), 'utf8')).toBe('result\n');
+  });
+
+  it('keeps read-only paths read-only when its stage or a listed path is reached through a link', async () => {
+    // mountinfo names mounts by their real paths: a link in the stage's path (a TMPDIR through a link)
+    // or in a listed path's must not leave the read-only mount writable.
+    const wd = scratch();
+    writeFileSync(join(wd, 'kernel.py'), 'x = 1\n');
+    const links = scratch();
+    mkdirSync(join(links, 'stage'));
+    symlinkSync(join(links, 'stage'), join(links, 'stage-link'));
+    symlinkSync(wd, join(links, 'wd-link'));
+    for (const listed of [wd, join(links, 'wd-link')]) {
+      const { command, args } = sandboxCommand({ cwd: listed, readOnly: [listed], writable: [] }, 'sh', [
+        '-c',
+        'echo hacked > kernel.py; echo "ro=$?"',
+      ]);
+      const at = args.indexOf('hillclimb-sandbox') + 1;
+      args[at] = join(links, 'stage-link');
+      const r = await run(command, args, { allowedExitCodes: 'any', timeoutMs: 60_000 });
+      expect(`${r.stdout}${r.stderr}`).toMatch(/ro=[1-9]/);
+      expect(readFileSync(join(wd, 'kernel.py'), 'utf8')).toBe('x = 1\n');
+    }
   });
 
   it('shows nothing that is not listed: HOME, sibling folders, the runner temp folder', async () => {

@@ -58104,10 +58104,18 @@ stage=$1; cwd=$2; ready=$3; shift 3
 # the command starts, so only a sandbox that was built says so (exit 125 alone could be the command's).
 if [ -n "$ready" ]; then exec 4>"$ready" || die "cannot write $ready"; fi
 mount -t tmpfs -o mode=0755 hillclimb-sandbox "$stage" || die "cannot mount a tmpfs at $stage"
-R=$stage
+# The new root by its real path: mountinfo names mounts so, and a link on the way to the stage (a
+# TMPDIR reached through one) would make ro_tree match nothing.
+R=$(cd "$stage" && pwd -P) || die "cannot enter $stage"
 ro_tree() {
-  awk -v p="$R$1" '{ mp = $5; gsub(/\\040/, " ", mp); gsub(/\\011/, "\t", mp); gsub(/\\134/, "\\", mp);
-    if (mp == p || index(mp, p "/") == 1) print $6 " " mp }' /proc/self/mountinfo |
+  # The mount's real path, for the same reason (a listed path reached through a link); a read-only
+  # mount that matches nothing would stay writable, so that is an error.
+  if [ -d "$R$1" ]; then t=$(cd "$R$1" && pwd -P); else t=$(cd "$(dirname "$R$1")" && pwd -P)/$(basename "$1"); fi ||
+    die "cannot resolve $R$1"
+  mps=$(awk -v p="$t" '{ mp = $5; gsub(/\\040/, " ", mp); gsub(/\\011/, "\t", mp); gsub(/\\134/, "\\", mp);
+    if (mp == p || index(mp, p "/") == 1) print $6 " " mp }' /proc/self/mountinfo)
+  [ -n "$mps" ] || die "no mount at $t to make read-only (for $1)"
+  printf '%s\n' "$mps" |
   while read -r opts mp; do
     o=$(printf '%s' "$opts" | sed -e 's/^rw,/ro,/' -e 's/,rw,/,ro,/' -e 's/,rw$/,ro/' -e 's/^rw$/ro/')
     mount -o "remount,bind,$o" "$mp" 2>/dev/null || mount -o remount,bind,ro "$mp" ||
@@ -58202,22 +58210,30 @@ function sandboxWasReady(readyFile) {
     return false;
   }
 }
-var stage;
+var ownStage;
 function stageDir() {
-  if (stage === void 0) {
-    stage = sharedStageDir(tmpdir());
-    if (stage === void 0) {
-      const dir = mkdtempSync(join5(tmpdir(), "hillclimb-sandbox-"));
-      process.once("exit", () => rmSync3(dir, { recursive: true, force: true }));
-      stage = dir;
-    }
+  const shared = sharedStageDir(tmpdir());
+  if (shared !== void 0) return shared;
+  if (ownStage === void 0) {
+    const dir = mkdtempSync(join5(tmpdir(), "hillclimb-sandbox-"));
+    process.once("exit", () => rmSync3(dir, { recursive: true, force: true }));
+    ownStage = dir;
   }
-  return stage;
+  return ownStage;
 }
 function sharedStageDir(tmp) {
   const uid = process.getuid?.();
   if (uid === void 0) return void 0;
-  const dir = join5(tmp, `hillclimb-sandbox-${uid}`);
+  let parent;
+  try {
+    parent = realpathSync(tmp);
+  } catch {
+    return void 0;
+  }
+  const p = lstatSync3(parent, { throwIfNoEntry: false });
+  const othersMayReplace = p !== void 0 && (p.mode & 18) !== 0 && (p.mode & 512) === 0;
+  if (!p?.isDirectory() || p.uid !== uid && p.uid !== 0 || othersMayReplace) return void 0;
+  const dir = join5(parent, `hillclimb-sandbox-${uid}`);
   try {
     mkdirSync7(dir, { mode: 448 });
   } catch (e) {
@@ -82550,8 +82566,12 @@ function entryPointMissing(log, module2) {
     "m"
   ).test(log);
 }
-function refusedFlag(log) {
-  return /unrecognized arguments: (--[A-Za-z0-9][\w-]*)/.exec(log)?.[1];
+function refusedFlag(log, sent) {
+  for (const m of log.matchAll(/unrecognized arguments: ([^\n]*)/g)) {
+    const flag2 = m[1].split(" ").find((word) => word.startsWith("--") && sent.includes(word));
+    if (flag2 !== void 0) return flag2;
+  }
+  return void 0;
 }
 function olderBenchHint(flag2, facts) {
   const keep = flag2 === "--min-time-ms" ? `, or set targets.${facts.target}.bench.min_time_ms: 0 in hillclimb.yml to keep that release for now` : "";
@@ -82944,7 +82964,8 @@ async function runVerifier(ctx, ev, o2) {
   if (result.exitCode !== 0 || !existsSync17(o2.sessionFile)) {
     const why = `the verifier exited ${result.exitCode} without a session: ${lastErrorLine(o2.logFile) ?? `see ${log}`}`;
     const text3 = readLog(o2.logFile);
-    const flag2 = result.exitCode === 2 ? refusedFlag(text3) : void 0;
+    const command = verifyCommand(ctx, o2);
+    const flag2 = result.exitCode === 2 ? refusedFlag(text3, command.slice(0, command.indexOf("--"))) : void 0;
     if (flag2 !== void 0) {
       throw new ChampionFailure(why, {
         hint: `${olderBenchHint(flag2, { target: ctx.target.name, requirements: ctx.config.paths.requirements })} (the whole log: ${o2.logFile})`
@@ -89302,11 +89323,11 @@ function numberOrNaN(v) {
   return typeof v === "number" ? v : Number.NaN;
 }
 function searchRow(ev, measured2) {
-  const stage2 = measured2.includes(ev.slot.index) ? "measure" : ev.screen || ev.stoppedAt === "measure" ? "screen" : ev.stoppedAt ?? "prepare";
+  const stage = measured2.includes(ev.slot.index) ? "measure" : ev.screen || ev.stoppedAt === "measure" ? "screen" : ev.stoppedAt ?? "prepare";
   return {
     slot: ev.slot.index,
     subject: ev.candidate?.subject ?? null,
-    stage: stage2,
+    stage,
     verdict: ev.verdict ?? null,
     estimate: ev.screen?.estimate ?? null,
     ...ev.screen ? { interval: ev.screen.interval ?? null, rounds: ev.screen.rounds } : {},

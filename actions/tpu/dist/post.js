@@ -42910,10 +42910,18 @@ stage=$1; cwd=$2; ready=$3; shift 3
 # the command starts, so only a sandbox that was built says so (exit 125 alone could be the command's).
 if [ -n "$ready" ]; then exec 4>"$ready" || die "cannot write $ready"; fi
 mount -t tmpfs -o mode=0755 hillclimb-sandbox "$stage" || die "cannot mount a tmpfs at $stage"
-R=$stage
+# The new root by its real path: mountinfo names mounts so, and a link on the way to the stage (a
+# TMPDIR reached through one) would make ro_tree match nothing.
+R=$(cd "$stage" && pwd -P) || die "cannot enter $stage"
 ro_tree() {
-  awk -v p="$R$1" '{ mp = $5; gsub(/\\040/, " ", mp); gsub(/\\011/, "\t", mp); gsub(/\\134/, "\\", mp);
-    if (mp == p || index(mp, p "/") == 1) print $6 " " mp }' /proc/self/mountinfo |
+  # The mount's real path, for the same reason (a listed path reached through a link); a read-only
+  # mount that matches nothing would stay writable, so that is an error.
+  if [ -d "$R$1" ]; then t=$(cd "$R$1" && pwd -P); else t=$(cd "$(dirname "$R$1")" && pwd -P)/$(basename "$1"); fi ||
+    die "cannot resolve $R$1"
+  mps=$(awk -v p="$t" '{ mp = $5; gsub(/\\040/, " ", mp); gsub(/\\011/, "\t", mp); gsub(/\\134/, "\\", mp);
+    if (mp == p || index(mp, p "/") == 1) print $6 " " mp }' /proc/self/mountinfo)
+  [ -n "$mps" ] || die "no mount at $t to make read-only (for $1)"
+  printf '%s\n' "$mps" |
   while read -r opts mp; do
     o=$(printf '%s' "$opts" | sed -e 's/^rw,/ro,/' -e 's/,rw,/,ro,/' -e 's/,rw$/,ro/' -e 's/^rw$/ro/')
     mount -o "remount,bind,$o" "$mp" 2>/dev/null || mount -o remount,bind,ro "$mp" ||
@@ -43008,22 +43016,30 @@ function sandboxWasReady(readyFile) {
     return false;
   }
 }
-var stage;
+var ownStage;
 function stageDir() {
-  if (stage === void 0) {
-    stage = sharedStageDir(tmpdir());
-    if (stage === void 0) {
-      const dir = mkdtempSync(join3(tmpdir(), "hillclimb-sandbox-"));
-      process.once("exit", () => rmSync2(dir, { recursive: true, force: true }));
-      stage = dir;
-    }
+  const shared = sharedStageDir(tmpdir());
+  if (shared !== void 0) return shared;
+  if (ownStage === void 0) {
+    const dir = mkdtempSync(join3(tmpdir(), "hillclimb-sandbox-"));
+    process.once("exit", () => rmSync2(dir, { recursive: true, force: true }));
+    ownStage = dir;
   }
-  return stage;
+  return ownStage;
 }
 function sharedStageDir(tmp) {
   const uid = process.getuid?.();
   if (uid === void 0) return void 0;
-  const dir = join3(tmp, `hillclimb-sandbox-${uid}`);
+  let parent;
+  try {
+    parent = realpathSync(tmp);
+  } catch {
+    return void 0;
+  }
+  const p = lstatSync2(parent, { throwIfNoEntry: false });
+  const othersMayReplace = p !== void 0 && (p.mode & 18) !== 0 && (p.mode & 512) === 0;
+  if (!p?.isDirectory() || p.uid !== uid && p.uid !== 0 || othersMayReplace) return void 0;
+  const dir = join3(parent, `hillclimb-sandbox-${uid}`);
   try {
     mkdirSync3(dir, { mode: 448 });
   } catch (e) {
