@@ -31,10 +31,15 @@ beforeAll(() => {
 });
 
 /** The toy config with the agent swapped for a command agent running one of tests/loop/agents. */
-function commandAgentConfig(script: string, extra = ''): string {
+/**
+ * The toy with a command agent running `script`. Its idle limit is its whole 30 s unless a case is about
+ * that limit (`idleMinutes`): an agent that is silent while the sandbox is built, Python starts and its
+ * command runs would otherwise end as a timeout on a loaded machine, whatever the case tests.
+ */
+function commandAgentConfig(script: string, extra = '', idleMinutes = 0.5): string {
   return TOY_CONFIG.replace(
     'agent:\n  kind: replay\n  replay: {dir: replay}\n',
-    `agent:\n  kind: command\n  timeout_minutes: 0.5\n  idle_timeout_minutes: 0.03\n  command:\n    command: ["sh", "${join(AGENTS, script)}"]\n${extra}`,
+    `agent:\n  kind: command\n  timeout_minutes: 0.5\n  idle_timeout_minutes: ${idleMinutes}\n  command:\n    command: ["sh", "${join(AGENTS, script)}"]\n${extra}`,
   );
 }
 
@@ -74,7 +79,8 @@ describe('agent faults', () => {
 
   it('an agent that hangs is killed by the idle timeout: no-op, evidence kept', async () => {
     const repo = join(t.dir, 'hang');
-    makeToyRepo(repo, [], commandAgentConfig('hang.sh'));
+    // It prints one line and hangs: a 2 s idle limit ends it long before the 30 s one.
+    makeToyRepo(repo, [], commandAgentConfig('hang.sh', '', 0.03));
     const r = await loop(repo, { overrides: { 'loop.iterations': 1 } });
     expect(r.iterations[0]!.verdict).toBe('no-op');
     expect(r.iterations[0]!.reason).toBe('the agent timed out without a commit');
@@ -236,15 +242,11 @@ describe('agent infrastructure failures are retried', () => {
   const t = tempDir('hc-faults-retry-');
   afterAll(t.cleanup);
   const flakyConfig = (url: string) =>
-    commandAgentConfig('flaky-api.sh', '')
-      .replace(
-        `["sh", "${join(AGENTS, 'flaky-api.sh')}"]`,
-        // It calls a service of its own on the machine's loopback: it asks for the machine's network.
-        `["sh", "${join(AGENTS, 'flaky-api.sh')}", "${url}"]\n    network: host`,
-      )
-      // Silent until its request is answered (the sandbox built, Python started, the API asked): the hang
-      // cases' 2 s idle limit would end it first on a loaded machine, as a timeout (no-op), not exit 75.
-      .replace('idle_timeout_minutes: 0.03', 'idle_timeout_minutes: 0.5');
+    commandAgentConfig('flaky-api.sh', '').replace(
+      `["sh", "${join(AGENTS, 'flaky-api.sh')}"]`,
+      // It calls a service of its own on the machine's loopback: it asks for the machine's network.
+      `["sh", "${join(AGENTS, 'flaky-api.sh')}", "${url}"]\n    network: host`,
+    );
 
   it('an agent whose API failed once (exit 75) is run again, and the retry completes the iteration', async () => {
     const api = await flakyApi(['fail', 'ok']);
