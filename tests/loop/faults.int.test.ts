@@ -166,6 +166,22 @@ async function flakyApi(script: Array<'fail' | 'hang' | 'ok'>) {
   };
 }
 
+/** One iteration of the toy in `repo` that must fail before it ends: the error, and the retries' waits. */
+async function failedRun(repo: string) {
+  const waits: number[] = [];
+  const logger = memoryLogger();
+  const err = await runLoop({
+    configFile: join(repo, 'hillclimb.yml'),
+    logger,
+    sleep: async (ms: number) => {
+      waits.push(ms);
+    },
+    overrides: { 'loop.iterations': 1 },
+  }).catch((e: unknown) => e);
+  expect(err).toBeInstanceOf(HillclimbError);
+  return { error: err as HillclimbError, waits, logger };
+}
+
 describe('a champion whose target module fails on its own', () => {
   const t = tempDir('hc-faults-champion-');
   afterAll(t.cleanup);
@@ -177,18 +193,7 @@ describe('a champion whose target module fails on its own', () => {
     const programs = join(repo, 'harness', 'programs.py');
     writeFileSync(programs, `import not_installed_anywhere  # noqa\n${readFileSync(programs, 'utf8')}`);
     gitIn(repo, 'commit', '-qam', 'bench imports a missing module');
-    const waits: number[] = [];
-    const logger = memoryLogger();
-    const err = await runLoop({
-      configFile: join(repo, 'hillclimb.yml'),
-      logger,
-      sleep: async (ms: number) => {
-        waits.push(ms);
-      },
-      overrides: { 'loop.iterations': 1 },
-    }).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(HillclimbError);
-    const e = err as HillclimbError;
+    const { error: e, waits, logger } = await failedRun(repo);
     expect(e.name).toBe('ChampionFailure');
     // The first process of the target module to run is its requests step, in the harness's own tree.
     expect(e.message).toMatch(
@@ -216,18 +221,8 @@ describe('a target module whose verifier is older than this hillclimb', () => {
     expect(text).toContain(flag);
     writeFileSync(programs, text.replace(flag, ''));
     gitIn(repo, 'commit', '-qam', 'the verifier of an older hillclimb-bench');
-    const waits: number[] = [];
-    const err = await runLoop({
-      configFile: join(repo, 'hillclimb.yml'),
-      logger: memoryLogger(),
-      sleep: async (ms: number) => {
-        waits.push(ms);
-      },
-      overrides: { 'loop.iterations': 1 },
-    }).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(HillclimbError);
-    const e = err as HillclimbError;
-    expect(e.name, String(err)).toBe('ChampionFailure');
+    const { error: e, waits } = await failedRun(repo);
+    expect(e.name, String(e)).toBe('ChampionFailure');
     expect(e.message).toMatch(
       /^the verifier exited 2 without a session: .*unrecognized arguments: --min-time-ms 1000/,
     );

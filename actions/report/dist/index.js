@@ -82945,7 +82945,8 @@ async function verifierJob(ctx, ev, o2) {
 }
 async function runVerifier(ctx, ev, o2) {
   const timeout = ctx.target.bench.timeout_minutes;
-  const result = await o2.backend.run(await verifierJob(ctx, ev, o2));
+  const job = await verifierJob(ctx, ev, o2);
+  const result = await o2.backend.run(job);
   if (result.isolation && "gates" in ev)
     recordIsolation(ev, o2.step, { mode: result.isolation, job: ctx.job });
   if (result.killedBy === "abort") throw new Interrupted("verifier cancelled");
@@ -82964,8 +82965,8 @@ async function runVerifier(ctx, ev, o2) {
   if (result.exitCode !== 0 || !existsSync17(o2.sessionFile)) {
     const why = `the verifier exited ${result.exitCode} without a session: ${lastErrorLine(o2.logFile) ?? `see ${log}`}`;
     const text3 = readLog(o2.logFile);
-    const command = verifyCommand(ctx, o2);
-    const flag2 = result.exitCode === 2 ? refusedFlag(text3, command.slice(0, command.indexOf("--"))) : void 0;
+    const sent = job.command.slice(0, job.command.indexOf("--"));
+    const flag2 = result.exitCode === 2 ? refusedFlag(text3, sent) : void 0;
     if (flag2 !== void 0) {
       throw new ChampionFailure(why, {
         hint: `${olderBenchHint(flag2, { target: ctx.target.name, requirements: ctx.config.paths.requirements })} (the whole log: ${o2.logFile})`

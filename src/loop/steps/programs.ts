@@ -698,7 +698,8 @@ export async function runVerifier(
     },
 ): Promise<VerifierRun> {
   const timeout = ctx.target.bench.timeout_minutes;
-  const result = await o.backend.run(await verifierJob(ctx, ev, o));
+  const job = await verifierJob(ctx, ev, o);
+  const result = await o.backend.run(job);
   if (result.isolation && 'gates' in ev)
     recordIsolation(ev, o.step, { mode: result.isolation, job: ctx.job });
   if (result.killedBy === 'abort') throw new Interrupted('verifier cancelled');
@@ -722,9 +723,8 @@ export async function runVerifier(
     const text = readLog(o.logFile);
     // A flag this hillclimb sent, refused as unknown (exit 2): the command line's refusal, given before
     // any program is loaded, the same on every try with or without a candidate.
-    const command = verifyCommand(ctx, o);
-    const flag =
-      result.exitCode === 2 ? refusedFlag(text, command.slice(0, command.indexOf('--'))) : undefined;
+    const sent = job.command.slice(0, job.command.indexOf('--'));
+    const flag = result.exitCode === 2 ? refusedFlag(text, sent) : undefined;
     if (flag !== undefined) {
       throw new ChampionFailure(why, {
         hint: `${olderBenchHint(flag, { target: ctx.target.name, requirements: ctx.config.paths.requirements })} (the whole log: ${o.logFile})`,
